@@ -1,0 +1,3 @@
+"""collbench: measure, explain and tune MPI collective operations."""
+
+__version__ = "0.1.0"

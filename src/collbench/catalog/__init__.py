@@ -1,0 +1,1 @@
+"""What can be measured: collectives, and each MPI's algorithms for them."""

@@ -1,0 +1,87 @@
+"""Open MPI coll/tuned algorithms, read from `ompi_info` (with a fallback table)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Final
+
+from collbench.catalog.algorithms import Algorithm
+
+# Open MPI 5.0.11 (`ompi_info --param coll tuned --level 9`), used when ompi_info fails.
+FALLBACK_5_0: Final[dict[str, tuple[str, ...]]] = {
+    "allgather": ("linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc",
+                  "sparbit"),
+    "allgatherv": ("default_algorithm", "bruck", "ring", "neighbor", "two_proc", "sparbit"),
+    "allreduce": ("basic_linear", "nonoverlapping", "recursive_doubling", "ring",
+                  "segmented_ring", "rabenseifner"),
+    "alltoall": ("linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"),
+    "alltoallv": ("basic_linear", "pairwise"),
+    "barrier": ("linear", "double_ring", "recursive_doubling", "bruck", "two_proc", "tree"),
+    "bcast": ("basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree",
+              "binomial", "knomial", "scatter_allgather", "scatter_allgather_ring"),
+    "gather": ("basic_linear", "binomial", "linear_sync"),
+    "reduce": ("linear", "chain", "pipeline", "binary", "binomial", "in-order_binary",
+               "rabenseifner"),
+    "reduce_scatter": ("non-overlapping", "recursive_halving", "ring", "butterfly"),
+    "reduce_scatter_block": ("basic_linear", "recursive_doubling", "recursive_halving",
+                             "butterfly"),
+    "scatter": ("basic_linear", "binomial", "linear_nb"),
+}
+
+# Tunables that coll/tuned reads for a forced algorithm (see research/tuning.md).
+SEGMENTED: Final = {"bcast", "reduce", "allreduce", "alltoall", "allgather", "gather"}
+
+_PREFIX = r"^mca:coll:tuned:param:coll_tuned_(\w+?)_algorithm"
+_ENUM = re.compile(_PREFIX + r":enumerator:value:(\d+):(\S+)$")
+_STATUS = re.compile(_PREFIX + r":status:(\S+)$")
+
+
+def _unclash(name: str) -> str:
+    # allgatherv's algorithm 1 is called "default", which collbench reserves for "the MPI's
+    # own choice" (id 0); keep the two apart.
+    return "default_algorithm" if name == "default" else name
+
+
+def parse_ompi_info(text: str) -> dict[str, tuple[Algorithm, ...]]:
+    """Algorithms per collective from `ompi_info --param coll tuned --level 9 --parsable`."""
+    names: dict[str, dict[int, str]] = {}
+    writable: dict[str, bool] = {}
+    for line in text.splitlines():
+        if m := _ENUM.match(line.strip()):
+            coll, ident, name = m.group(1), int(m.group(2)), m.group(3)
+            if ident > 0:
+                names.setdefault(coll, {})[ident] = _unclash(name)
+        elif m := _STATUS.match(line.strip()):
+            writable[m.group(1)] = m.group(2) == "writeable"
+    return {
+        coll: tuple(
+            Algorithm(coll, name, ident, writable.get(coll, False), coll in SEGMENTED)
+            for ident, name in sorted(ids.items())
+        )
+        for coll, ids in sorted(names.items())
+    }
+
+
+def fallback() -> dict[str, tuple[Algorithm, ...]]:
+    return {
+        coll: tuple(Algorithm(coll, n, i + 1, coll != "allgatherv", coll in SEGMENTED)
+                    for i, n in enumerate(names))
+        for coll, names in FALLBACK_5_0.items()
+    }
+
+
+def query(ompi_info: Path) -> tuple[dict[str, tuple[Algorithm, ...]], str]:
+    """(algorithms, source) — source says whether ompi_info or the fallback table spoke."""
+    try:
+        out = subprocess.run(
+            [str(ompi_info), "--param", "coll", "tuned", "--level", "9", "--parsable"],
+            capture_output=True, text=True, timeout=60, check=False,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    parsed = parse_ompi_info(out)
+    if parsed:
+        return parsed, f"{ompi_info} --param coll tuned --level 9"
+    return fallback(), "built-in table for Open MPI 5.0"

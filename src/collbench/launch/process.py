@@ -1,0 +1,90 @@
+"""Run one command in its own process group, with a timeout that kills the whole group."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+POLL_S = 0.1
+GRACE_S = 3.0  # after SIGTERM, before SIGKILL: lets mpirun tear down its ranks
+
+
+@dataclass
+class Finished:
+    returncode: int | None
+    timed_out: bool
+    interrupted: bool
+    wall_s: float
+    stderr_tail: str
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            return f.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after a grace period."""
+    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            # mpirun gone; make sure no rank of its group survives it
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        return
+
+
+def run_group(
+    argv: list[str],
+    env: Mapping[str, str],
+    timeout_s: float,
+    log_dir: Path,
+    interrupted: Callable[[], bool] = lambda: False,
+) -> Finished:
+    """Run argv in a new session; stdout/stderr go to files in log_dir."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
+    start = time.monotonic()
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        proc = subprocess.Popen(  # noqa: S603 - argv is a list, never a shell string
+            argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=dict(env),
+            start_new_session=True,
+        )
+        timed_out = was_interrupted = False
+        try:
+            while proc.poll() is None:
+                if time.monotonic() - start > timeout_s:
+                    timed_out = True
+                    break
+                if interrupted():
+                    was_interrupted = True
+                    break
+                time.sleep(POLL_S)
+        except KeyboardInterrupt:
+            was_interrupted = True
+        if timed_out or was_interrupted:
+            kill_group(proc)
+    return Finished(
+        returncode=proc.returncode,
+        timed_out=timed_out,
+        interrupted=was_interrupted,
+        wall_s=time.monotonic() - start,
+        stderr_tail=_tail(err_path),
+    )

@@ -1,0 +1,69 @@
+"""The tidy data model: one row per measured point.
+
+Every result (measured by the kernel, imported from OSU/IMB, simulated) is stored as
+rows with exactly these columns, so every analysis is one query over a results folder.
+Sizes are bytes per rank as OSU counts them (see catalog.collectives for how Open MPI's
+rules files count differently).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+FORMAT_VERSION: Final = 1
+
+# Column name -> DuckDB type. Order is the order of columns in exports.
+COLUMNS: Final[dict[str, str]] = {
+    "campaign": "VARCHAR",
+    "launch_id": "VARCHAR",
+    "repetition": "INTEGER",
+    "backend": "VARCHAR",
+    "source": "VARCHAR",  # "kernel", "osu", "imb", ...
+    "mpi": "VARCHAR",
+    "mpi_version": "VARCHAR",
+    "collective": "VARCHAR",
+    "algorithm": "VARCHAR",  # name as the MPI spells it, "default" for the MPI's own choice
+    "algorithm_id": "INTEGER",  # Open MPI id; 0 = default; NULL where ids do not exist
+    "segsize": "BIGINT",  # 0 = unsegmented / MPI default
+    "fanout": "INTEGER",  # 0 = MPI default
+    "selection": "VARCHAR",  # how the algorithm was forced: "mpit", "launch", "none"
+    "params": "VARCHAR",  # JSON object: MCA settings and other launch parameters
+    "nprocs": "INTEGER",
+    "nodes": "INTEGER",
+    "ppn": "INTEGER",
+    "mapping": "VARCHAR",  # --map-by value
+    "binding": "VARCHAR",  # --bind-to value
+    "size_bytes": "BIGINT",
+    "iterations": "INTEGER",
+    "warmup": "INTEGER",
+    "avg_us": "DOUBLE",
+    "min_us": "DOUBLE",
+    "max_us": "DOUBLE",
+    "median_us": "DOUBLE",
+    "bandwidth_mbs": "DOUBLE",  # point-to-point bandwidth (MB/s, OSU's 1e6); NULL otherwise
+    "validated": "BOOLEAN",
+    "status": "VARCHAR",  # ok | invalid | failed | timeout | skipped
+    "error": "VARCHAR",
+}
+
+STATUSES: Final = ("ok", "invalid", "failed", "timeout", "skipped")
+
+# Raw per-iteration samples (side table): one row per timed iteration.
+SAMPLE_COLUMNS: Final[dict[str, str]] = {
+    "launch_id": "VARCHAR",
+    "collective": "VARCHAR",
+    "algorithm": "VARCHAR",
+    "segsize": "BIGINT",
+    "fanout": "INTEGER",
+    "size_bytes": "BIGINT",
+    "iteration": "INTEGER",
+    "sample_us": "DOUBLE",  # this iteration's time averaged over ranks
+}
+
+
+def make_row(**fields: Any) -> dict[str, Any]:
+    """A complete row: unknown keys are an error, missing keys are None."""
+    unknown = set(fields) - set(COLUMNS)
+    if unknown:
+        raise KeyError(f"unknown row fields: {sorted(unknown)}")
+    return {name: fields.get(name) for name in COLUMNS}

@@ -1,0 +1,177 @@
+"""Run a planned campaign: launch by launch, storing each one as soon as it finishes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from collbench.launch.base import Backend, KernelCall, LaunchOutcome
+from collbench.plan import Launch, Plan
+from collbench.progress import Progress
+from collbench.records import make_row
+from collbench.store import Store
+
+ERROR_TAIL = 600  # characters of stderr kept in each failed row
+
+
+@dataclass(frozen=True)
+class RowContext:
+    campaign: str
+    backend: str
+    mpi: str
+    mpi_version: str
+
+
+@dataclass
+class Summary:
+    launches: int = 0
+    skipped: int = 0  # already stored (resume)
+    by_status: dict[str, int] = field(default_factory=dict)
+    points: dict[str, int] = field(default_factory=dict)
+    interrupted: bool = False
+
+
+class _Interrupt:
+    """SIGINT/SIGTERM set a flag; the running launch is killed and not stored."""
+
+    def __init__(self) -> None:
+        self.flag = False
+
+    def __call__(self) -> bool:
+        return self.flag
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:
+        self.flag = True
+
+
+@contextmanager
+def _signals(intr: _Interrupt) -> Iterator[None]:
+    old = {s: signal.signal(s, intr.handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def read_kernel_output(path: Path) -> list[dict[str, Any]]:
+    """Complete JSON lines only: a line cut short by a kill is dropped, not guessed at."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def build_rows(
+    launch: Launch, measured: list[dict[str, Any]], outcome: LaunchOutcome, ctx: RowContext,
+    nodes: int,
+) -> list[dict[str, Any]]:
+    """One tidy row per planned point: measured, or marked with why it was not."""
+    params = json.dumps({"mca": dict(launch.mca), "env": dict(launch.env),
+                         "swept": dict(launch.swept)}, sort_keys=True)
+    rows = []
+    for index, point in enumerate(launch.points):
+        got = measured[index] if index < len(measured) else None
+        if got is not None and (got.get("collective") != point.collective
+                                or got.get("size_bytes") != point.size_bytes):
+            got = {"status": "failed", "error": f"kernel output out of order at line {index + 1}"}
+        if got is None:
+            status = "timeout" if outcome.status == "timeout" else "failed"
+            why = (f"launch timed out after {launch.timeout_s:g} s" if status == "timeout"
+                   else f"launch exited with status {outcome.returncode} before this point")
+            tail = outcome.stderr_tail[-ERROR_TAIL:]
+            got = {"status": status, "error": f"{why}; stderr: {tail}" if tail else why}
+        rows.append(make_row(
+            campaign=ctx.campaign, launch_id=launch.launch_id, repetition=launch.repetition,
+            backend=ctx.backend, source="kernel", mpi=ctx.mpi, mpi_version=ctx.mpi_version,
+            collective=point.collective, algorithm=point.algorithm,
+            algorithm_id=point.algorithm_id, segsize=point.segsize, fanout=point.fanout,
+            selection=launch.selection, params=params, nprocs=launch.nprocs, nodes=nodes,
+            ppn=max(1, launch.nprocs // max(nodes, 1)), mapping=launch.mapping,
+            binding=launch.binding, size_bytes=point.size_bytes,
+            iterations=got.get("iterations", point.iterations),
+            warmup=got.get("warmup", point.warmup),
+            avg_us=got.get("avg_us"), min_us=got.get("min_us"), max_us=got.get("max_us"),
+            median_us=got.get("median_us"), bandwidth_mbs=got.get("bandwidth_mbs"),
+            validated=bool(got.get("validated", False)), status=got.get("status", "failed"),
+            error=got.get("error"),
+        ))
+    return rows
+
+
+def _write_samples(launch: Launch, measured: list[dict[str, Any]], path: Path) -> Path | None:
+    wrote = False
+    with path.open("w") as f:
+        for point, got in zip(launch.points, measured, strict=False):
+            for i, s in enumerate(got.get("samples_us") or []):
+                f.write(json.dumps({
+                    "launch_id": launch.launch_id, "collective": point.collective,
+                    "algorithm": point.algorithm, "segsize": point.segsize,
+                    "fanout": point.fanout, "size_bytes": point.size_bytes,
+                    "iteration": i, "sample_us": s}) + "\n")
+                wrote = True
+    return path if wrote else None
+
+
+def run_campaign(
+    store: Store, plan: Plan, backend: Backend, kernel: Path, ctx: RowContext,
+    progress_stream: Any = None, debug: tuple[str, ...] = (),
+) -> Summary:
+    """Run every launch of the plan not yet stored; return what happened."""
+    finished = store.finished()
+    todo = [la for la in plan.launches if la.launch_id not in finished]
+    summary = Summary(launches=len(plan.launches), skipped=len(plan.launches) - len(todo))
+    estimates = {la.launch_id: replace(plan, launches=(la,)).estimate_seconds() for la in todo}
+    progress = Progress(len(todo), sum(estimates.values()),
+                        **({"stream": progress_stream} if progress_stream else {}))
+    intr = _Interrupt()
+    with _signals(intr):
+        for launch in todo:
+            work = store.work_dir(launch.launch_id)
+            if work.exists():
+                shutil.rmtree(work)  # leftovers of an interrupted attempt
+            work.mkdir(parents=True)
+            call = KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug)
+            call.jobfile.write_text("\n".join(launch.job_lines()) + "\n")
+            outcome = backend.run(launch, call, intr)
+            if outcome.status == "interrupted" or intr.flag:
+                summary.interrupted = True
+                progress.note(f"interrupted: launch {launch.launch_id} discarded; "
+                              "finished launches are stored; rerun with --resume")
+                break
+            measured = read_kernel_output(call.outfile)
+            rows = build_rows(launch, measured, outcome, ctx, backend.nodes(launch))
+            samples = _write_samples(launch, measured, work / "samples.jsonl")
+            meta = {
+                "launch_id": launch.launch_id, "status": outcome.status,
+                "command": outcome.command, "returncode": outcome.returncode,
+                "wall_s": round(outcome.wall_s, 3), "stderr_tail": outcome.stderr_tail,
+                "hosts": outcome.hosts, "points": len(launch.points),
+            }
+            store.write_launch(launch.launch_id, rows, meta, samples)
+            if outcome.status == "ok":
+                shutil.rmtree(work, ignore_errors=True)
+            summary.by_status[outcome.status] = summary.by_status.get(outcome.status, 0) + 1
+            for r in rows:
+                summary.points[r["status"]] = summary.points.get(r["status"], 0) + 1
+            ok = sum(1 for r in rows if r["status"] == "ok")
+            msg = (f"{launch.launch_id} np={launch.nprocs} {launch.mapping}: {outcome.status}, "
+                   f"{ok}/{len(rows)} points in {outcome.wall_s:.1f} s")
+            if outcome.status != "ok":
+                msg += f" — {(outcome.stderr_tail.splitlines() or [''])[-1][:160]}"
+            progress.update(estimates[launch.launch_id], msg)
+    return summary
