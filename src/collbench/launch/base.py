@@ -58,7 +58,9 @@ class Backend(ABC):
         """The argument list that runs this launch (never a shell string)."""
 
     @abstractmethod
-    def run(self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]) -> LaunchOutcome:
+    def run(
+        self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]
+    ) -> LaunchOutcome:
         """Run to completion, timeout or interruption; the kernel writes call.outfile."""
 
     def nodes(self, launch: Launch) -> int:

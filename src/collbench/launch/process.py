@@ -63,7 +63,7 @@ def run_group(
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
     start = time.monotonic()
     with out_path.open("wb") as out, err_path.open("wb") as err:
-        proc = subprocess.Popen(  # noqa: S603 - argv is a list, never a shell string
+        proc = subprocess.Popen(
             argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=dict(env),
             start_new_session=True,
         )
