@@ -41,6 +41,8 @@ COLUMNS: Final[dict[str, str]] = {
     "max_us": "DOUBLE",
     "median_us": "DOUBLE",
     "bandwidth_mbs": "DOUBLE",  # point-to-point bandwidth (MB/s, OSU's 1e6); NULL otherwise
+    "metrics": "VARCHAR",  # JSON object of further figures: tail percentiles (p50_us, p99_us),
+    # non-blocking overlap (overall_us, compute_us, pure_us, overlap_pct, ...), IMB's mbytes_s
     "validated": "BOOLEAN",
     "status": "VARCHAR",  # ok | invalid | failed | timeout | skipped
     "error": "VARCHAR",

@@ -1,0 +1,165 @@
+"""Campaign running, storing and resuming, with the fake backend (a Python stand-in kernel).
+
+The same paths with real Open MPI are in tests/test_cli_mpi.py.
+"""
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from collbench.cli import main
+from collbench.store import Store
+
+SPEC = """\
+[campaign]
+name = "fake"
+
+[measure]
+collectives = ["bcast", "allreduce"]
+sizes = "1:64"
+nprocs = {nprocs}
+iterations = 5
+warmup = 1
+validate = {validate}
+
+[measure.algorithms]
+bcast = ["default", "binomial", "pipeline"]
+allreduce = ["default", "ring"]
+
+[run]
+backend = "fake"
+repetitions = {reps}
+timeout = {timeout}
+seed = 7
+"""
+
+
+def write_spec(tmp_path: Path, nprocs: str = "[2, 4]", reps: int = 1, timeout: float = 30,
+               validate: str = "false") -> Path:
+    p = tmp_path / "spec.toml"
+    p.write_text(SPEC.format(nprocs=nprocs, reps=reps, timeout=timeout, validate=validate))
+    return p
+
+
+def points(out: Path) -> list[tuple[object, ...]]:
+    con = Store(out).connect()
+    return con.execute(
+        "SELECT launch_id, collective, algorithm, size_bytes, status FROM measurements "
+        "ORDER BY ALL").fetchall()
+
+
+def test_run_stores_one_row_per_planned_point(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    spec, out = write_spec(tmp_path), tmp_path / "res"
+    assert main(["plan", str(spec), "--format", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    planned = sum(len(la["points"]) for la in plan["launches"])
+    assert main(["run", str(spec), "-o", str(out)]) == 0
+    rows = points(out)
+    assert len(rows) == planned == len(set(rows))
+    assert {r[4] for r in rows} == {"ok"}
+    assert main(["show", str(out), "--collective", "bcast", "--format", "csv"]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["algorithm"] for r in table} == {"default", "binomial", "pipeline"}
+    assert {r["nprocs"] for r in table} == {"2", "4"}
+
+
+def test_existing_folder_needs_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec, out = write_spec(tmp_path, nprocs="[2]"), tmp_path / "res"
+    assert main(["run", str(spec), "-o", str(out)]) == 0
+    before = points(out)
+    assert main(["run", str(spec), "-o", str(out)]) == 2
+    assert "add --resume" in capsys.readouterr().err
+    assert main(["run", str(spec), "-o", str(out), "--resume"]) == 0  # nothing left to do
+    assert points(out) == before
+
+
+def test_resume_refuses_a_different_spec(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    spec, out = write_spec(tmp_path, nprocs="[2]"), tmp_path / "res"
+    assert main(["run", str(spec), "-o", str(out)]) == 0
+    write_spec(tmp_path, nprocs="[2, 3]")
+    assert main(["run", str(spec), "-o", str(out), "--resume"]) == 2
+    assert "differs from the spec stored" in capsys.readouterr().err
+
+
+def test_hung_launch_times_out_and_the_campaign_goes_on(tmp_path: Path) -> None:
+    spec, out = write_spec(tmp_path, timeout=2), tmp_path / "res"
+    code = main(["run", str(spec), "-o", str(out), "--kernel-debug", "--debug hang --debug-at 2"])
+    assert code == 1
+    con = Store(out).connect()
+    by_launch = con.execute(
+        "SELECT launch_id, list(status ORDER BY status) FROM measurements GROUP BY 1").fetchall()
+    assert len(by_launch) == 2  # both launches ran, each hung at its third point
+    for _, statuses in by_launch:
+        assert statuses.count("ok") == 2 and set(statuses) == {"ok", "timeout"}
+    metas = [json.loads(p.read_text()) for p in (out / "launches").glob("*.meta.json")]
+    assert {m["status"] for m in metas} == {"timeout"}
+
+
+def test_crashed_launch_is_failed_with_stderr_tail(tmp_path: Path) -> None:
+    spec, out = write_spec(tmp_path, nprocs="[2]"), tmp_path / "res"
+    assert main(["run", str(spec), "-o", str(out), "--kernel-debug", "--debug crash"]) == 1
+    con = Store(out).connect()
+    errors = con.execute("SELECT DISTINCT status, error FROM measurements").fetchall()
+    assert len(errors) == 1 and errors[0][0] == "failed"
+    assert "crashed (debug switch)" in errors[0][1]
+    # --retry-failed runs the failed launch again, this time without the switch
+    assert main(["run", str(spec), "-o", str(out), "--resume", "--retry-failed"]) == 0
+    assert {r[4] for r in points(out)} == {"ok"}
+
+
+def test_corrupted_result_is_invalid_never_a_latency(tmp_path: Path) -> None:
+    spec, out = write_spec(tmp_path, nprocs="[2]", validate="true"), tmp_path / "res"
+    main(["run", str(spec), "-o", str(out), "--kernel-debug", "--debug corrupt --debug-at 1"])
+    con = Store(out).connect()
+    bad = con.execute("SELECT avg_us, validated FROM measurements WHERE status='invalid'")
+    assert bad.fetchall() == [(None, False)]
+
+
+def _collbench(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "collbench.cli", *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def _wait_for_launches(out: Path, n: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while len(list((out / "launches").glob("*.jsonl"))) < n:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_killed_run_loses_nothing_and_resume_completes(tmp_path: Path,
+                                                       sig: signal.Signals) -> None:
+    spec, out = write_spec(tmp_path, nprocs="[2, 3, 4]", reps=2), tmp_path / "res"
+    env = dict(os.environ, COLLBENCH_FAKE_POINT_S="0.02")
+    proc = _collbench("run", str(spec), "-o", str(out), env=env)
+    _wait_for_launches(out, 2, proc)
+    if sig == signal.SIGKILL:
+        os.killpg(proc.pid, signal.SIGKILL)  # collbench and its launch, mid-way
+    else:
+        os.kill(proc.pid, signal.SIGINT)  # Ctrl-C reaches collbench only
+    code = proc.wait(timeout=30)
+    assert code == (-9 if sig == signal.SIGKILL else 130)
+    stored = {p.name: p.read_bytes() for p in (out / "launches").glob("*.jsonl")}
+    assert 2 <= len(stored) < 6
+    for body in stored.values():  # every stored launch is complete
+        assert all(json.loads(line)["status"] == "ok" for line in body.splitlines())
+    resumed = _collbench("run", str(spec), "-o", str(out), "--resume")
+    assert resumed.wait(timeout=120) == 0, resumed.communicate()
+    after = {p.name: p.read_bytes() for p in (out / "launches").glob("*.jsonl")}
+    assert len(after) == 6
+    assert all(after[name] == body for name, body in stored.items())  # not rerun
+    rows = points(out)
+    assert len(rows) == len(set(rows)) == 6 * 5 * 7
