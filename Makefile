@@ -16,7 +16,7 @@ setup: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/collbench run examples/quickstart.toml -o results/quick --resume
-	$(BIN)/collbench show results/quick
+	$(BIN)/collbench show results/quick --best
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
