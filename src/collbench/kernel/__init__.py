@@ -1,0 +1,1 @@
+"""The C measurement kernel and its on-demand build."""

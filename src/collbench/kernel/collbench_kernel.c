@@ -1,0 +1,1365 @@
+/*
+ * collbench_kernel: measure MPI collectives with OSU micro-benchmark 7.x timing semantics
+ * and write one JSON object per measured point.
+ *
+ *   mpirun ... collbench_kernel --jobs JOBFILE --output OUTFILE [--validate] [--samples]
+ *              [--mpit] [--debug hang|crash|corrupt] [--debug-at N]
+ *
+ * JOBFILE: one point per line, `collective algorithm_id segsize fanout size_bytes
+ * iterations warmup`; '#' lines and blank lines are ignored. Only rank 0 reads it.
+ *
+ * Timing (as osu_<coll>.c): `warmup` untimed then `iterations` timed calls, each timed on
+ * its own with MPI_Wtime, MPI_Barrier on the measured communicator after each call (not
+ * timed). avg/min/max are over ranks of each rank's mean; median_us is the median over
+ * timed iterations of the rank-averaged per-iteration time. Datatype MPI_CHAR, MPI_SUM.
+ *
+ * size_bytes is OSU's per-rank message: count for bcast/reduce/allreduce, block per rank
+ * for gather/scatter/allgather/alltoall and their v-variants (equal counts). Reductions
+ * that scatter follow OSU 7.x, whose size is the *whole* reduced vector:
+ *   reduce_scatter:       recvcounts[i] = size/P, plus one for i < size%P; if size < P,
+ *                         1 for i < size and 0 for the rest (omb_init_irregular_args).
+ *   reduce_scatter_block: recvcount = size/P (0 when size < P: the call moves nothing).
+ *
+ * Point-to-point (ranks 0 and 1; other ranks only take part in the bookkeeping):
+ *   latency: osu_latency ping-pong; avg=min=max = round trip / 2 over the whole timed
+ *            loop, samples and median = per-iteration round trip / 2 (rank 0's clock).
+ *   bw:      osu_bw; per iteration a window of 64 MPI_Isend then a 4-byte ack.
+ *            bandwidth_mbs = size*iterations*64 / elapsed / 1e6; avg_us=min_us=max_us =
+ *            elapsed / (iterations*64), the mean time per message in a full window;
+ *            samples and median = each window's time / 64.
+ *
+ * --mpit: before a point whose (collective, algorithm, segsize, fanout) differs from the
+ * previous point, every rank writes coll/tuned's control variables through MPI_T and
+ * measures on a fresh MPI_Comm_dup(MPI_COMM_WORLD): coll/tuned reads its forced choices
+ * when a communicator is created. A cvar that would have to change but cannot makes the
+ * point "failed" instead of silently measuring the default.
+ *
+ * --validate: after the timed loop, one untimed call with fresh send patterns (depending
+ * on rank, byte index and iteration) and poisoned receive buffers; every received byte
+ * on every rank is checked. Reductions use patterns whose sum never overflows a char
+ * (see red_pat), and the expected sum is computed modulo 256.
+ *
+ * --debug (tests only) at point N (--debug-at, 0-based): hang = rank 0 pauses forever;
+ * crash = rank 1 (rank 0 alone) calls abort(); corrupt = the highest rank that receives
+ * data flips one received byte before validation (no effect without --validate, nor on
+ * barrier, which carries no data).
+ *
+ * Measured calls return errors (MPI_ERRORS_RETURN on the measured communicator), so an
+ * algorithm that refuses a communicator size gives a "failed" point, not a dead launch.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <mpi.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROG "collbench_kernel"
+#define BW_WINDOW 64
+#define BW_ACK_BYTES 4
+#define ERR_LEN 512
+
+enum coll {
+    C_BARRIER, C_BCAST, C_GATHER, C_GATHERV, C_SCATTER, C_SCATTERV, C_REDUCE, C_ALLREDUCE,
+    C_ALLGATHER, C_ALLGATHERV, C_ALLTOALL, C_ALLTOALLV, C_REDUCE_SCATTER,
+    C_REDUCE_SCATTER_BLOCK, C_LATENCY, C_BW, C_COUNT
+};
+
+static const char *const COLL_NAMES[C_COUNT] = {
+    "barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "reduce", "allreduce",
+    "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter",
+    "reduce_scatter_block", "latency", "bw"
+};
+
+enum debug_mode { DBG_NONE, DBG_HANG, DBG_CRASH, DBG_CORRUPT };
+enum status { ST_OK, ST_INVALID, ST_FAILED };
+
+typedef struct {
+    int coll;
+    int alg;
+    long long segsize;
+    int fanout;
+    long long size;
+    int iters;
+    int warmup;
+} job_t;
+
+typedef struct {
+    const char *jobs_path;
+    const char *out_path;
+    int validate, samples, mpit;
+    enum debug_mode debug;
+    long long debug_at;
+} opts_t;
+
+typedef struct {
+    enum status status;
+    char error[ERR_LEN];
+    int validated;
+    double avg, min, max, median, bw; /* NAN = null */
+    double *samples;                  /* rank 0, iterations entries, or NULL */
+} result_t;
+
+/* Buffers and arguments of one point on this rank. */
+typedef struct {
+    const job_t *job;
+    MPI_Comm comm;
+    int rank, nprocs;
+    int count;                 /* per-rank count (block size) */
+    int block;                 /* reduce_scatter_block recvcount */
+    int *counts, *displs;      /* v-variants and reduce_scatter */
+    unsigned char *sbuf, *rbuf;
+    size_t slen;               /* bytes of sbuf filled with this rank's pattern */
+    size_t rlen;               /* bytes of rbuf this rank receives and checks */
+} point_t;
+
+static int g_rank, g_nprocs;
+
+/* ------------------------------------------------------------------ small utilities */
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, PROG ": rank %d: ", g_rank);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    exit(3); /* not reached */
+}
+
+static void check_mpi(int rc, const char *what)
+{
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        die("%s failed: %s", what, msg);
+    }
+}
+
+static void *xalloc(size_t n)
+{
+    void *p = NULL;
+    /* Page-aligned like OSU, so alignment does not vary between points. */
+    if (posix_memalign(&p, 4096, n ? n : 1) != 0)
+        return NULL;
+    return p;
+}
+
+/* Deterministic byte for (rank, index, iteration): a 32-bit mix, so misplaced blocks and
+ * stale data from another iteration do not match by accident. */
+static unsigned char pat(int rank, size_t index, int iter)
+{
+    uint32_t h = (uint32_t)rank * 0x9E3779B1u;
+    h ^= (uint32_t)index * 0x85EBCA77u + (uint32_t)((uint64_t)index >> 32) * 0x27D4EB2Fu;
+    h ^= (uint32_t)iter * 0xC2B2AE3Du;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    h *= 0x297A2D39u;
+    h ^= h >> 15;
+    return (unsigned char)h;
+}
+
+static int is_reduction(int coll)
+{
+    return coll == C_REDUCE || coll == C_ALLREDUCE || coll == C_REDUCE_SCATTER
+        || coll == C_REDUCE_SCATTER_BLOCK;
+}
+
+/* Send byte for reductions. MPI_SUM on MPI_CHAR is outside the MPI standard and overflow
+ * differs between code paths: Open MPI's op/avx saturates from 16 elements on
+ * (open-mpi/ompi#8045, wontfix) while the scalar loop wraps. So no sum may overflow: at
+ * most 16 ranks feed any byte (rank r feeds bytes i with r % G == i % G), each with a
+ * value in [0, 127 / feeders]. */
+static unsigned char red_pat(int rank, size_t index, int iter, int P)
+{
+    int groups = (P + 15) / 16, feeders = (P + groups - 1) / groups;
+    if ((size_t)(rank % groups) != index % (size_t)groups)
+        return 0;
+    return (unsigned char)(pat(rank, index, iter) % (127 / feeders + 1));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(const double *v, int n)
+{
+    double *c, m;
+    if (n <= 0)
+        return NAN;
+    c = malloc((size_t)n * sizeof *c);
+    if (!c)
+        die("out of memory");
+    memcpy(c, v, (size_t)n * sizeof *c);
+    qsort(c, (size_t)n, sizeof *c, cmp_double);
+    m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    free(c);
+    return m;
+}
+
+static void set_error(result_t *r, enum status st, const char *fmt, ...)
+{
+    va_list ap;
+    r->status = st;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    va_end(ap);
+}
+
+static void mpi_error_text(int rc, char *buf, size_t n)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "error code %d", rc);
+    snprintf(buf, n, "%s", msg);
+}
+
+/* ----------------------------------------------------------------- growable string */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} strbuf_t;
+
+static void sb_printf(strbuf_t *sb, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        int n;
+        size_t room = sb->cap - sb->len;
+        va_start(ap, fmt);
+        n = vsnprintf(sb->p ? sb->p + sb->len : NULL, sb->p ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            die("formatting output failed");
+        if (sb->p && (size_t)n < room) {
+            sb->len += (size_t)n;
+            return;
+        }
+        sb->cap = (sb->cap + (size_t)n + 1) * 2;
+        sb->p = realloc(sb->p, sb->cap);
+        if (!sb->p)
+            die("out of memory");
+    }
+}
+
+static void sb_number(strbuf_t *sb, double v)
+{
+    if (isfinite(v))
+        sb_printf(sb, "%.9g", v);
+    else
+        sb_printf(sb, "null");
+}
+
+static void sb_json_string(strbuf_t *sb, const char *s)
+{
+    sb_printf(sb, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            sb_printf(sb, "\\%c", c);
+        else if (c < 0x20)
+            sb_printf(sb, "\\u%04x", c);
+        else
+            sb_printf(sb, "%c", c);
+    }
+    sb_printf(sb, "\"");
+}
+
+/* ------------------------------------------------------------------ argument parsing */
+
+static int parse_ll(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    long long v;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static const char USAGE[] =
+    "usage: " PROG " --jobs JOBFILE --output OUTFILE [--validate] [--samples] [--mpit]\n"
+    "       [--debug hang|crash|corrupt] [--debug-at N]";
+
+/* Returns 0, or writes a message to err and returns -1. */
+static int parse_args(int argc, char **argv, opts_t *o, char *err, size_t n)
+{
+    memset(o, 0, sizeof *o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = i + 1 < argc;
+        if (!strcmp(a, "--validate"))
+            o->validate = 1;
+        else if (!strcmp(a, "--samples"))
+            o->samples = 1;
+        else if (!strcmp(a, "--mpit"))
+            o->mpit = 1;
+        else if (!strcmp(a, "--jobs") && has_value)
+            o->jobs_path = argv[++i];
+        else if (!strcmp(a, "--output") && has_value)
+            o->out_path = argv[++i];
+        else if (!strcmp(a, "--debug") && has_value) {
+            const char *m = argv[++i];
+            if (!strcmp(m, "hang"))
+                o->debug = DBG_HANG;
+            else if (!strcmp(m, "crash"))
+                o->debug = DBG_CRASH;
+            else if (!strcmp(m, "corrupt"))
+                o->debug = DBG_CORRUPT;
+            else {
+                snprintf(err, n, "--debug: unknown mode '%s' (hang, crash, corrupt)", m);
+                return -1;
+            }
+        } else if (!strcmp(a, "--debug-at") && has_value) {
+            if (parse_ll(argv[++i], 0, LLONG_MAX, &o->debug_at)) {
+                snprintf(err, n, "--debug-at: not a non-negative integer: '%s'", argv[i]);
+                return -1;
+            }
+        } else {
+            snprintf(err, n, "unknown or incomplete argument '%s'", a);
+            return -1;
+        }
+    }
+    if (!o->jobs_path || !o->out_path) {
+        snprintf(err, n, "--jobs and --output are required");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------- job file parsing */
+
+static int coll_from_name(const char *s)
+{
+    for (int c = 0; c < C_COUNT; c++)
+        if (!strcmp(s, COLL_NAMES[c]))
+            return c;
+    return -1;
+}
+
+/* Parse one non-comment line into a job; returns 0 or writes err. */
+static int parse_job_line(char *line, job_t *j, char *err, size_t n)
+{
+    char *tok[8], *save = NULL;
+    int nt = 0;
+    long long v[6];
+    static const char *const FIELD[6] = {
+        "algorithm_id", "segsize", "fanout", "size_bytes", "iterations", "warmup"
+    };
+    static const long long LO[6] = {0, 0, 0, 0, 1, 0};
+    static const long long HI[6] = {INT_MAX, LLONG_MAX, INT_MAX, INT_MAX, INT_MAX, INT_MAX};
+
+    for (char *t = strtok_r(line, " \t\r\v\f", &save); t && nt < 8;
+         t = strtok_r(NULL, " \t\r\v\f", &save))
+        tok[nt++] = t;
+    if (nt != 7) {
+        snprintf(err, n, "expected 7 fields (collective algorithm_id segsize fanout "
+                         "size_bytes iterations warmup), got %d", nt);
+        return -1;
+    }
+    j->coll = coll_from_name(tok[0]);
+    if (j->coll < 0) {
+        snprintf(err, n, "unknown collective '%s'", tok[0]);
+        return -1;
+    }
+    for (int i = 0; i < 6; i++) {
+        if (parse_ll(tok[i + 1], LO[i], HI[i], &v[i])) {
+            snprintf(err, n, "%s must be an integer in [%lld, %lld], got '%s'", FIELD[i],
+                     LO[i], HI[i], tok[i + 1]);
+            return -1;
+        }
+    }
+    j->alg = (int)v[0];
+    j->segsize = v[1];
+    j->fanout = (int)v[2];
+    j->size = v[3];
+    j->iters = (int)v[4];
+    j->warmup = (int)v[5];
+    if (j->coll == C_BARRIER && j->size != 0) {
+        snprintf(err, n, "barrier carries no data: size_bytes must be 0");
+        return -1;
+    }
+    return 0;
+}
+
+/* Parse the whole job text (identical on all ranks). Returns the job count, or -1 with
+ * the offending line number in *bad_line and the reason in err. */
+static int parse_jobs(char *text, job_t **out, int *bad_line, char *err, size_t n)
+{
+    int cap = 16, nj = 0, lineno = 0;
+    job_t *jobs = malloc((size_t)cap * sizeof *jobs);
+    char *line = text;
+    if (!jobs)
+        die("out of memory");
+    while (line && *line) {
+        char *next = strchr(line, '\n'), *p = line;
+        if (next)
+            *next++ = '\0';
+        lineno++;
+        while (*p == ' ' || *p == '\t' || *p == '\r')
+            p++;
+        if (*p && *p != '#') {
+            if (nj == cap) {
+                cap *= 2;
+                jobs = realloc(jobs, (size_t)cap * sizeof *jobs);
+                if (!jobs)
+                    die("out of memory");
+            }
+            if (parse_job_line(p, &jobs[nj], err, n)) {
+                *bad_line = lineno;
+                free(jobs);
+                return -1;
+            }
+            nj++;
+        }
+        line = next;
+    }
+    *out = jobs;
+    return nj;
+}
+
+/* Rank 0 reads the file and broadcasts it: only rank 0's filesystem matters. */
+static char *read_and_bcast(const char *path, char *err, size_t n)
+{
+    long long len = -1;
+    char *buf = NULL;
+    if (g_rank == 0) {
+        FILE *f = fopen(path, "rb");
+        if (f && fseek(f, 0, SEEK_END) == 0) {
+            long l = ftell(f);
+            if (l >= 0 && l < INT_MAX && fseek(f, 0, SEEK_SET) == 0) {
+                buf = malloc((size_t)l + 1);
+                if (buf && fread(buf, 1, (size_t)l, f) == (size_t)l)
+                    len = l;
+            }
+        }
+        if (len < 0)
+            snprintf(err, n, "cannot read job file: %s", strerror(errno ? errno : EIO));
+        if (f)
+            fclose(f);
+    }
+    check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (len < 0) {
+        free(buf);
+        return NULL;
+    }
+    if (g_rank != 0 && !(buf = malloc((size_t)len + 1)))
+        die("out of memory");
+    check_mpi(MPI_Bcast(buf, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    buf[len] = '\0';
+    if (memchr(buf, '\0', (size_t)len)) {
+        snprintf(err, n, "job file contains a NUL byte");
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* ------------------------------------------------------------------- MPI_T control */
+
+/* A cached coll/tuned control variable, with its value at start-up as the default. */
+typedef struct {
+    char name[128];
+    int exists, writable, is_bool, width; /* width: 4 or 8 bytes for integers */
+    MPI_T_cvar_handle handle;
+    long long dflt;
+} cvar_t;
+
+#define MAX_CVARS 160
+static cvar_t g_cvars[MAX_CVARS];
+static int g_ncvars;
+
+static int cvar_read(const cvar_t *cv, long long *v)
+{
+    int rc;
+    if (cv->is_bool) {
+        _Bool b = 0;
+        rc = MPI_T_cvar_read(cv->handle, &b);
+        *v = b;
+    } else if (cv->width == 4) {
+        int32_t x = 0;
+        rc = MPI_T_cvar_read(cv->handle, &x);
+        *v = x;
+    } else {
+        int64_t x = 0;
+        rc = MPI_T_cvar_read(cv->handle, &x);
+        *v = x;
+    }
+    return rc;
+}
+
+static int cvar_write(const cvar_t *cv, long long v)
+{
+    if (cv->is_bool) {
+        _Bool b = v != 0;
+        return MPI_T_cvar_write(cv->handle, &b);
+    }
+    if (cv->width == 4) {
+        int32_t x = (int32_t)v;
+        return MPI_T_cvar_write(cv->handle, &x);
+    }
+    int64_t x = v;
+    return MPI_T_cvar_write(cv->handle, &x);
+}
+
+static cvar_t *cvar_lookup(const char *name)
+{
+    cvar_t *cv;
+    int idx, verb, bind, scope, nlen, dlen, count, tsize = 0;
+    char nbuf[256], dbuf[16];
+    MPI_Datatype dt;
+    MPI_T_enum en;
+
+    for (int i = 0; i < g_ncvars; i++)
+        if (!strcmp(g_cvars[i].name, name))
+            return &g_cvars[i];
+    if (g_ncvars == MAX_CVARS)
+        die("too many control variables");
+    cv = &g_cvars[g_ncvars++];
+    memset(cv, 0, sizeof *cv);
+    snprintf(cv->name, sizeof cv->name, "%s", name);
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS)
+        return cv;
+    nlen = sizeof nbuf;
+    dlen = sizeof dbuf;
+    if (MPI_T_cvar_get_info(idx, nbuf, &nlen, &verb, &dt, &en, dbuf, &dlen, &bind, &scope)
+        != MPI_SUCCESS)
+        return cv;
+    cv->is_bool = dt == MPI_C_BOOL;
+    if (!cv->is_bool) {
+        /* Integers only: Open MPI maps MCA ints to MPI_INT/UNSIGNED/LONG/... types. */
+        if (dt == MPI_CHAR || dt == MPI_DOUBLE || dt == MPI_FLOAT
+            || MPI_Type_size(dt, &tsize) != MPI_SUCCESS || (tsize != 4 && tsize != 8))
+            return cv;
+        cv->width = tsize;
+    }
+    if (MPI_T_cvar_handle_alloc(idx, NULL, &cv->handle, &count) != MPI_SUCCESS || count != 1)
+        return cv;
+    cv->exists = 1;
+    cv->writable = scope != MPI_T_SCOPE_CONSTANT && scope != MPI_T_SCOPE_READONLY;
+    if (cvar_read(cv, &cv->dflt) != MPI_SUCCESS)
+        die("cannot read control variable %s", name);
+    return cv;
+}
+
+/* Make cvar `name` hold `value`. A cvar already holding it needs no write (so read-only
+ * cvars at the wanted value are fine). Failures only count when `required`. */
+static int cvar_set(const char *name, long long value, int required, char *err, size_t n)
+{
+    cvar_t *cv = cvar_lookup(name);
+    long long cur;
+    int rc;
+    if (!cv->exists) {
+        if (required)
+            snprintf(err, n, "mpit: cvar %s not found", name);
+        return required ? -1 : 0;
+    }
+    if (cvar_read(cv, &cur) == MPI_SUCCESS && cur == value)
+        return 0;
+    if (!cv->is_bool && cv->width == 4 && (value < INT32_MIN || value > INT32_MAX)) {
+        if (required)
+            snprintf(err, n, "mpit: value %lld out of range for cvar %s", value, name);
+        return required ? -1 : 0;
+    }
+    if (!cv->writable) {
+        if (required)
+            snprintf(err, n, "mpit: cvar %s not writable", name);
+        return required ? -1 : 0;
+    }
+    rc = cvar_write(cv, value);
+    if (rc == MPI_SUCCESS)
+        return 0;
+    if (required)  /* the scope said writable: the value itself was refused */
+        snprintf(err, n, "mpit: cvar %s rejected value %lld (MPI_T error %d)", name, value,
+                 rc);
+    return required ? -1 : 0;
+}
+
+static int cvar_reset(const char *name)
+{
+    cvar_t *cv = cvar_lookup(name);
+    char ignored[8];
+    return cv->exists ? cvar_set(name, cv->dflt, 0, ignored, sizeof ignored) : 0;
+}
+
+static const char *const FANOUT_SUFFIX[3] = {
+    "algorithm_tree_fanout", "algorithm_chain_fanout", "algorithm_knomial_radix"
+};
+
+static void cvar_name(char *buf, size_t n, int coll, const char *suffix)
+{
+    snprintf(buf, n, "coll_tuned_%s_%s", COLL_NAMES[coll], suffix);
+}
+
+/* Put a collective's forcing cvars back to their start-up values, so the inter-iteration
+ * barrier of later points runs as in a launch that forces one collective only. */
+static void mpit_reset(int coll)
+{
+    char name[128];
+    cvar_name(name, sizeof name, coll, "algorithm");
+    cvar_reset(name);
+    cvar_name(name, sizeof name, coll, "algorithm_segmentsize");
+    cvar_reset(name);
+    for (int i = 0; i < 3; i++) {
+        cvar_name(name, sizeof name, coll, FANOUT_SUFFIX[i]);
+        cvar_reset(name);
+    }
+}
+
+/* Write this rank's cvars for job j; 0 or -1 with err. */
+static int mpit_write(const job_t *j, char *err, size_t n)
+{
+    char name[128];
+    int nfan = 0;
+    cvar_set("coll_tuned_use_dynamic_rules", 1, 0, err, n); /* else the launcher sets it */
+    cvar_name(name, sizeof name, j->coll, "algorithm");
+    if (cvar_set(name, j->alg, j->alg != 0, err, n))
+        return -1;
+    cvar_name(name, sizeof name, j->coll, "algorithm_segmentsize");
+    if (j->segsize ? cvar_set(name, j->segsize, 1, err, n) : cvar_reset(name))
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        cvar_name(name, sizeof name, j->coll, FANOUT_SUFFIX[i]);
+        if (!j->fanout) {
+            cvar_reset(name);
+            continue;
+        }
+        if (!cvar_lookup(name)->exists)
+            continue;
+        nfan++;
+        if (cvar_set(name, j->fanout, 1, err, n))
+            return -1;
+    }
+    if (j->fanout && !nfan) {
+        cvar_name(name, sizeof name, j->coll, FANOUT_SUFFIX[0]);
+        snprintf(err, n, "mpit: cvar %s not found", name);
+        return -1;
+    }
+    return 0;
+}
+
+static MPI_Comm new_measure_comm(void)
+{
+    MPI_Comm c;
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup");
+    check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    return c;
+}
+
+/* Per-launch MPI_T state: the configuration the current communicator was made for. */
+typedef struct {
+    int valid, failed, dirty_coll;
+    job_t cfg;
+    char error[ERR_LEN];
+} mpit_state_t;
+
+static int same_config(const job_t *a, const job_t *b)
+{
+    return a->coll == b->coll && a->alg == b->alg && a->segsize == b->segsize
+        && a->fanout == b->fanout;
+}
+
+/* Switch the measured communicator to job j's algorithm. 0, or -1 with err (all ranks). */
+static int mpit_configure(mpit_state_t *st, const job_t *j, MPI_Comm *comm, char *err,
+                          size_t n)
+{
+    int bad, any_bad = 0;
+    if (st->valid && same_config(&st->cfg, j)) {
+        if (st->failed)
+            snprintf(err, n, "%s", st->error);
+        return st->failed ? -1 : 0;
+    }
+    if (st->dirty_coll >= 0 && st->dirty_coll != j->coll)
+        mpit_reset(st->dirty_coll);
+    st->dirty_coll = j->coll;
+    st->cfg = *j;
+    st->valid = 1;
+    st->error[0] = '\0';
+    bad = mpit_write(j, st->error, sizeof st->error) != 0;
+    check_mpi(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    st->failed = any_bad;
+    if (any_bad) {
+        if (!bad)
+            snprintf(st->error, sizeof st->error, "mpit: cvar write failed on another rank");
+        snprintf(err, n, "%s", st->error);
+        return -1;
+    }
+    if (*comm != MPI_COMM_NULL)
+        check_mpi(MPI_Comm_free(comm), "MPI_Comm_free");
+    *comm = new_measure_comm();
+    return 0;
+}
+
+/* ------------------------------------------------------------------- point buffers */
+
+static int is_p2p(int coll)
+{
+    return coll == C_LATENCY || coll == C_BW;
+}
+
+/* OSU 7.x reduce_scatter recvcounts (see header comment). */
+static int rs_count(long long size, int P, int r)
+{
+    if (size < P)
+        return r < size ? 1 : 0;
+    return (int)(size / P) + (r < size % P ? 1 : 0);
+}
+
+/* Bytes rank r receives (and validation checks) for this collective. */
+static size_t recv_len_for(int coll, int r, int P, long long size)
+{
+    size_t s = (size_t)size, all = s * (size_t)P;
+    switch (coll) {
+    case C_BARRIER: return 0;
+    case C_GATHER: case C_GATHERV: return r == 0 ? all : 0;
+    case C_REDUCE: return r == 0 ? s : 0;
+    case C_ALLGATHER: case C_ALLGATHERV: case C_ALLTOALL: case C_ALLTOALLV: return all;
+    case C_REDUCE_SCATTER: return (size_t)rs_count(size, P, r);
+    case C_REDUCE_SCATTER_BLOCK: return s / (size_t)P;
+    case C_LATENCY: return r <= 1 ? s : 0;
+    case C_BW: return r == 1 ? s : 0;
+    default: return s; /* bcast (root checks its own buffer), scatter(v), allreduce */
+    }
+}
+
+/* The rank --debug corrupt acts on: the highest rank that receives data, or -1. */
+static int corrupter_rank(const job_t *j, int P)
+{
+    for (int r = P - 1; r >= 0; r--)
+        if (recv_len_for(j->coll, r, P, j->size) > 0)
+            return r;
+    return -1;
+}
+
+static void point_free(point_t *p)
+{
+    free(p->sbuf);
+    if (p->rbuf != p->sbuf)
+        free(p->rbuf);
+    free(p->counts);
+    free(p->displs);
+    memset(p, 0, sizeof *p);
+}
+
+/* Allocate this rank's buffers; returns 0 or -1 (out of memory). */
+static int point_alloc(point_t *p, const job_t *j, MPI_Comm comm)
+{
+    int P = g_nprocs, r = g_rank, c = j->coll;
+    size_t s = (size_t)j->size, all = s * (size_t)P, salloc = s, ralloc = 0;
+    memset(p, 0, sizeof *p);
+    p->job = j;
+    p->comm = comm;
+    p->rank = r;
+    p->nprocs = P;
+    p->count = (int)j->size;
+    p->rlen = recv_len_for(c, r, P, j->size);
+    p->slen = s;
+    switch (c) {
+    case C_BARRIER: salloc = p->slen = 0; break;
+    case C_BCAST: break; /* one buffer, see below */
+    case C_GATHER: case C_GATHERV: ralloc = r == 0 ? all : 0; break;
+    case C_SCATTER: case C_SCATTERV:
+        salloc = p->slen = r == 0 ? all : 0;
+        ralloc = s;
+        break;
+    case C_REDUCE: case C_ALLREDUCE: ralloc = s; break; /* OSU: recv buffer everywhere */
+    case C_ALLGATHER: case C_ALLGATHERV: ralloc = all; break;
+    case C_ALLTOALL: case C_ALLTOALLV: salloc = p->slen = ralloc = all; break;
+    case C_REDUCE_SCATTER: ralloc = p->rlen; break;
+    case C_REDUCE_SCATTER_BLOCK:
+        p->block = (int)(s / (size_t)P);
+        ralloc = p->rlen;
+        break;
+    case C_LATENCY: case C_BW:
+        salloc = ralloc = s > BW_ACK_BYTES ? s : BW_ACK_BYTES;
+        p->slen = r <= 1 ? s : 0;
+        break;
+    default: break;
+    }
+    if (c == C_GATHERV || c == C_SCATTERV || c == C_ALLGATHERV || c == C_ALLTOALLV
+        || c == C_REDUCE_SCATTER) {
+        p->counts = malloc((size_t)P * sizeof(int));
+        p->displs = malloc((size_t)P * sizeof(int));
+        if (!p->counts || !p->displs)
+            return -1;
+        for (int i = 0, d = 0; i < P; i++) {
+            p->counts[i] = c == C_REDUCE_SCATTER ? rs_count(j->size, P, i) : (int)j->size;
+            p->displs[i] = d;
+            d += p->counts[i];
+        }
+    }
+    p->sbuf = xalloc(salloc);
+    p->rbuf = c == C_BCAST ? p->sbuf : xalloc(ralloc);
+    if (!p->sbuf || !p->rbuf)
+        return -1;
+    /* Touch every page before timing, as OSU's set_buffer does. */
+    memset(p->sbuf, 1, salloc);
+    if (p->rbuf != p->sbuf)
+        memset(p->rbuf, 0, ralloc);
+    return 0;
+}
+
+/* Does the job's buffer arithmetic fit MPI's int counts? */
+static int fits_int(const job_t *j, int P)
+{
+    return (long long)P * j->size <= INT_MAX;
+}
+
+/* ------------------------------------------------------------------- one collective call */
+
+static int call_coll(point_t *p)
+{
+    MPI_Comm c = p->comm;
+    int n = p->count;
+    switch (p->job->coll) {
+    case C_BARRIER:
+        return MPI_Barrier(c);
+    case C_BCAST:
+        return MPI_Bcast(p->sbuf, n, MPI_CHAR, 0, c);
+    case C_GATHER:
+        return MPI_Gather(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, 0, c);
+    case C_GATHERV:
+        return MPI_Gatherv(p->sbuf, n, MPI_CHAR, p->rbuf, p->counts, p->displs, MPI_CHAR, 0,
+                           c);
+    case C_SCATTER:
+        return MPI_Scatter(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, 0, c);
+    case C_SCATTERV:
+        return MPI_Scatterv(p->sbuf, p->counts, p->displs, MPI_CHAR, p->rbuf, n, MPI_CHAR, 0,
+                            c);
+    case C_REDUCE:
+        return MPI_Reduce(p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM, 0, c);
+    case C_ALLREDUCE:
+        return MPI_Allreduce(p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM, c);
+    case C_ALLGATHER:
+        return MPI_Allgather(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, c);
+    case C_ALLGATHERV:
+        return MPI_Allgatherv(p->sbuf, n, MPI_CHAR, p->rbuf, p->counts, p->displs, MPI_CHAR,
+                              c);
+    case C_ALLTOALL:
+        return MPI_Alltoall(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, c);
+    case C_ALLTOALLV:
+        return MPI_Alltoallv(p->sbuf, p->counts, p->displs, MPI_CHAR, p->rbuf, p->counts,
+                             p->displs, MPI_CHAR, c);
+    case C_REDUCE_SCATTER:
+        return MPI_Reduce_scatter(p->sbuf, p->rbuf, p->counts, MPI_CHAR, MPI_SUM, c);
+    case C_REDUCE_SCATTER_BLOCK:
+        return MPI_Reduce_scatter_block(p->sbuf, p->rbuf, p->block, MPI_CHAR, MPI_SUM, c);
+    default:
+        return MPI_ERR_OTHER;
+    }
+}
+
+/* ------------------------------------------------------------------- validation */
+
+static unsigned char sum_pat(int P, size_t index, int iter)
+{
+    int groups = (P + 15) / 16;
+    unsigned s = 0;
+    for (int q = (int)(index % (size_t)groups); q < P; q += groups) /* the feeders only */
+        s += red_pat(q, index, iter, P);
+    return (unsigned char)s; /* modulo 256, though red_pat keeps it below 128 */
+}
+
+/* Expected received bytes of this rank for iteration `iter` (p->rlen bytes). */
+static void expected_recv(const point_t *p, int iter, unsigned char *e)
+{
+    int P = p->nprocs, r = p->rank;
+    size_t s = (size_t)p->job->size;
+    for (size_t i = 0; i < p->rlen; i++) {
+        switch (p->job->coll) {
+        case C_BCAST: e[i] = pat(0, i, iter); break;
+        case C_GATHER: case C_GATHERV: case C_ALLGATHER: case C_ALLGATHERV:
+            e[i] = pat((int)(i / s), i % s, iter);
+            break;
+        case C_SCATTER: case C_SCATTERV: e[i] = pat(0, (size_t)r * s + i, iter); break;
+        case C_ALLTOALL: case C_ALLTOALLV:
+            e[i] = pat((int)(i / s), (size_t)r * s + i % s, iter);
+            break;
+        case C_REDUCE: case C_ALLREDUCE: e[i] = sum_pat(P, i, iter); break;
+        case C_REDUCE_SCATTER: e[i] = sum_pat(P, (size_t)p->displs[r] + i, iter); break;
+        case C_REDUCE_SCATTER_BLOCK:
+            e[i] = sum_pat(P, (size_t)r * (size_t)p->block + i, iter);
+            break;
+        case C_LATENCY: case C_BW: e[i] = pat(1 - r, i, iter); break;
+        default: e[i] = 0; break;
+        }
+    }
+}
+
+typedef struct {
+    int bad;
+    long long index, expected, got;
+} verdict_t;
+
+static void fill_send(point_t *p, int iter)
+{
+    if (p->job->coll == C_BCAST && p->rank != 0)
+        return;
+    if (is_reduction(p->job->coll))
+        for (size_t i = 0; i < p->slen; i++)
+            p->sbuf[i] = red_pat(p->rank, i, iter, p->nprocs);
+    else
+        for (size_t i = 0; i < p->slen; i++)
+            p->sbuf[i] = pat(p->rank, i, iter);
+}
+
+static void check_recv(const point_t *p, const unsigned char *e, verdict_t *v)
+{
+    for (size_t i = 0; i < p->rlen && !v->bad; i++) {
+        if (p->rbuf[i] != e[i]) {
+            v->bad = 1;
+            v->index = (long long)i;
+            v->expected = e[i];
+            v->got = p->rbuf[i];
+        }
+    }
+}
+
+/* Prepare expected data and poison receive buffers (bcast root keeps its data). */
+static unsigned char *validation_prepare(point_t *p, int iter)
+{
+    unsigned char *e = malloc(p->rlen ? p->rlen : 1);
+    if (!e)
+        die("out of memory");
+    fill_send(p, iter);
+    expected_recv(p, iter, e);
+    if (!(p->job->coll == C_BCAST && p->rank == 0))
+        for (size_t i = 0; i < p->rlen; i++)
+            p->rbuf[i] = (unsigned char)(e[i] ^ 0xFF);
+    return e;
+}
+
+static void maybe_corrupt(point_t *p, int corrupt)
+{
+    if (corrupt && p->rank == corrupter_rank(p->job, p->nprocs) && p->rlen > 0)
+        p->rbuf[p->rlen / 2] ^= 0x01;
+}
+
+/* One untimed collective with fresh patterns; returns an MPI error code. */
+static int validate_coll(point_t *p, int corrupt, verdict_t *v)
+{
+    const int iter = 1; /* the timed loop used iteration 0's pattern or constants */
+    unsigned char *e = validation_prepare(p, iter);
+    int rc = MPI_Barrier(p->comm);
+    if (rc == MPI_SUCCESS)
+        rc = call_coll(p);
+    if (rc == MPI_SUCCESS) {
+        maybe_corrupt(p, corrupt);
+        check_recv(p, e, v);
+    }
+    free(e);
+    return rc;
+}
+
+static int validate_p2p(point_t *p, int corrupt, verdict_t *v)
+{
+    const int iter = 1;
+    int n = p->count, rc = MPI_SUCCESS;
+    unsigned char *e = validation_prepare(p, iter);
+    MPI_Comm c = p->comm;
+    if (p->rank == 0) {
+        rc = MPI_Send(p->sbuf, n, MPI_CHAR, 1, 1, c);
+        if (rc == MPI_SUCCESS && p->job->coll == C_LATENCY)
+            rc = MPI_Recv(p->rbuf, n, MPI_CHAR, 1, 1, c, MPI_STATUS_IGNORE);
+        else if (rc == MPI_SUCCESS)
+            rc = MPI_Recv(p->rbuf, BW_ACK_BYTES, MPI_CHAR, 1, 2, c, MPI_STATUS_IGNORE);
+    } else if (p->rank == 1) {
+        rc = MPI_Recv(p->rbuf, n, MPI_CHAR, 0, 1, c, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && p->job->coll == C_LATENCY)
+            rc = MPI_Send(p->sbuf, n, MPI_CHAR, 0, 1, c);
+        else if (rc == MPI_SUCCESS)
+            rc = MPI_Send(p->sbuf, BW_ACK_BYTES, MPI_CHAR, 0, 2, c);
+    }
+    if (rc == MPI_SUCCESS && p->rank <= 1) {
+        maybe_corrupt(p, corrupt);
+        if (p->rank == 1 || p->job->coll == C_LATENCY)
+            check_recv(p, e, v);
+    }
+    free(e);
+    return rc;
+}
+
+/* Agree on the verdict; rank 0 gets the first bad rank's details. */
+static void exchange_verdict(const verdict_t *v, result_t *res)
+{
+    int cand = v->bad ? g_rank : g_nprocs, first = g_nprocs;
+    long long info[3] = {v->index, v->expected, v->got};
+    check_mpi(MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    if (first == g_nprocs) {
+        res->validated = 1;
+        return;
+    }
+    check_mpi(MPI_Bcast(info, 3, MPI_LONG_LONG, first, MPI_COMM_WORLD), "MPI_Bcast");
+    set_error(res, ST_INVALID,
+              "validation failed on rank %d at received byte %lld: expected %lld, got %lld",
+              first, info[0], info[1], info[2]);
+}
+
+/* ------------------------------------------------------------------- timed loops */
+
+/* OSU collective loop; t[k] = this rank's time of timed iteration k (seconds). On error,
+ * *what names the failed call (the barriers can fail too when barrier is forced). */
+static int timed_coll(point_t *p, double *t, const char **what)
+{
+    const job_t *j = p->job;
+    int rc = MPI_Barrier(p->comm);
+    *what = "MPI_Barrier";
+    for (int i = 0; rc == MPI_SUCCESS && i < j->warmup + j->iters; i++) {
+        double t0 = MPI_Wtime();
+        rc = call_coll(p);
+        double t1 = MPI_Wtime();
+        *what = COLL_NAMES[j->coll];
+        if (rc == MPI_SUCCESS) {
+            rc = MPI_Barrier(p->comm);
+            *what = "MPI_Barrier";
+        }
+        if (i >= j->warmup)
+            t[i - j->warmup] = t1 - t0;
+    }
+    return rc;
+}
+
+/* osu_latency; rank 0: t[k] = round trip / 2 of iteration k, *total = whole timed loop. */
+static int timed_latency(point_t *p, double *t, double *total)
+{
+    const job_t *j = p->job;
+    MPI_Comm c = p->comm;
+    int n = p->count, rc = MPI_Barrier(c);
+    double start = 0.0;
+    for (int i = 0; rc == MPI_SUCCESS && p->rank <= 1 && i < j->warmup + j->iters; i++) {
+        if (i == j->warmup)
+            start = MPI_Wtime();
+        if (p->rank == 0) {
+            double t0 = MPI_Wtime();
+            rc = MPI_Send(p->sbuf, n, MPI_CHAR, 1, 1, c);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Recv(p->rbuf, n, MPI_CHAR, 1, 1, c, MPI_STATUS_IGNORE);
+            if (i >= j->warmup)
+                t[i - j->warmup] = (MPI_Wtime() - t0) / 2.0;
+        } else {
+            rc = MPI_Recv(p->rbuf, n, MPI_CHAR, 0, 1, c, MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Send(p->sbuf, n, MPI_CHAR, 0, 1, c);
+        }
+    }
+    *total = MPI_Wtime() - start;
+    return rc;
+}
+
+/* osu_bw; rank 0: t[k] = window k's time / window, *total = whole timed loop. */
+static int timed_bw(point_t *p, double *t, double *total)
+{
+    const job_t *j = p->job;
+    MPI_Comm c = p->comm;
+    MPI_Request req[BW_WINDOW];
+    int n = p->count, rc = MPI_Barrier(c);
+    double start = 0.0;
+    for (int i = 0; rc == MPI_SUCCESS && p->rank <= 1 && i < j->warmup + j->iters; i++) {
+        double t0;
+        if (i == j->warmup)
+            start = MPI_Wtime();
+        t0 = MPI_Wtime();
+        for (int w = 0; rc == MPI_SUCCESS && w < BW_WINDOW; w++)
+            rc = p->rank == 0 ? MPI_Isend(p->sbuf, n, MPI_CHAR, 1, 100, c, &req[w])
+                              : MPI_Irecv(p->rbuf, n, MPI_CHAR, 0, 100, c, &req[w]);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Waitall(BW_WINDOW, req, MPI_STATUSES_IGNORE);
+        if (rc == MPI_SUCCESS)
+            rc = p->rank == 0
+                ? MPI_Recv(p->rbuf, BW_ACK_BYTES, MPI_CHAR, 1, 101, c, MPI_STATUS_IGNORE)
+                : MPI_Send(p->sbuf, BW_ACK_BYTES, MPI_CHAR, 0, 101, c);
+        if (p->rank == 0 && i >= j->warmup)
+            t[i - j->warmup] = (MPI_Wtime() - t0) / BW_WINDOW;
+    }
+    *total = MPI_Wtime() - start;
+    return rc;
+}
+
+/* ------------------------------------------------------------------- one point */
+
+/* Agree on the first MPI error of the measured loop; 0 when every rank succeeded. */
+static int agree_on_error(int rc, const char *what, result_t *res)
+{
+    int bad = rc != MPI_SUCCESS, cand = bad ? g_rank : g_nprocs, first = g_nprocs;
+    char msg[MPI_MAX_ERROR_STRING + 1];
+    check_mpi(MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    if (first == g_nprocs)
+        return 0;
+    if (g_rank == 0) {
+        if (bad)
+            mpi_error_text(rc, msg, sizeof msg);
+        else
+            snprintf(msg, sizeof msg, "(see rank %d's error)", first);
+        set_error(res, ST_FAILED, "MPI error in %s on rank %d: %s", what, first, msg);
+    } else {
+        res->status = ST_FAILED;
+    }
+    return -1;
+}
+
+/* Rank 0 gets avg/min/max of per-rank means and the rank-averaged samples. */
+static void collective_stats(const job_t *j, const double *t, result_t *res)
+{
+    double sum = 0.0, mean, lo = 0.0, hi = 0.0, tot = 0.0;
+    double *acc = g_rank == 0 ? malloc((size_t)j->iters * sizeof *acc) : NULL;
+    if (g_rank == 0 && !acc)
+        die("out of memory");
+    for (int k = 0; k < j->iters; k++)
+        sum += t[k];
+    mean = sum / j->iters;
+    check_mpi(MPI_Reduce(&mean, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD), "MPI_Reduce");
+    check_mpi(MPI_Reduce(&mean, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD), "MPI_Reduce");
+    check_mpi(MPI_Reduce(&mean, &tot, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
+    check_mpi(MPI_Reduce(t, acc, j->iters, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
+              "MPI_Reduce");
+    if (g_rank != 0)
+        return;
+    for (int k = 0; k < j->iters; k++)
+        acc[k] = acc[k] / g_nprocs * 1e6;
+    res->avg = tot / g_nprocs * 1e6;
+    res->min = lo * 1e6;
+    res->max = hi * 1e6;
+    res->median = median_of(acc, j->iters);
+    res->samples = acc;
+}
+
+/* Rank 0's own view for latency and bw. */
+static void p2p_stats(const job_t *j, double *t, double total, result_t *res)
+{
+    double per;
+    if (g_rank != 0)
+        return;
+    for (int k = 0; k < j->iters; k++)
+        t[k] *= 1e6;
+    if (j->coll == C_LATENCY) {
+        per = total * 1e6 / (2.0 * j->iters);
+    } else {
+        per = total * 1e6 / ((double)j->iters * BW_WINDOW);
+        res->bw = total > 0 ? (double)j->size * j->iters * BW_WINDOW / total / 1e6 : NAN;
+    }
+    res->avg = res->min = res->max = per;
+    res->median = median_of(t, j->iters);
+    res->samples = malloc((size_t)j->iters * sizeof(double));
+    if (!res->samples)
+        die("out of memory");
+    memcpy(res->samples, t, (size_t)j->iters * sizeof(double));
+}
+
+static void measure(const job_t *j, MPI_Comm comm, int validate, int corrupt, result_t *res)
+{
+    point_t p;
+    double *t, total = 0.0;
+    int rc, bad, any_bad = 0;
+    const char *what = COLL_NAMES[j->coll];
+    verdict_t v = {0, 0, 0, 0};
+
+    memset(&p, 0, sizeof p);
+    t = calloc((size_t)j->iters, sizeof *t);
+    bad = !t || point_alloc(&p, j, comm) != 0;
+    check_mpi(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    if (any_bad) {
+        set_error(res, ST_FAILED, "out of memory for %lld-byte buffers", j->size);
+        goto out;
+    }
+    if (validate) /* patterns make the timed data realistic as well as checkable */
+        fill_send(&p, 0);
+    if (j->coll == C_LATENCY)
+        rc = timed_latency(&p, t, &total);
+    else if (j->coll == C_BW)
+        rc = timed_bw(&p, t, &total);
+    else
+        rc = timed_coll(&p, t, &what);
+    if (agree_on_error(rc, what, res))
+        goto out;
+    if (is_p2p(j->coll))
+        p2p_stats(j, t, total, res);
+    else
+        collective_stats(j, t, res);
+    if (validate) {
+        rc = is_p2p(j->coll) ? validate_p2p(&p, corrupt, &v) : validate_coll(&p, corrupt, &v);
+        if (agree_on_error(rc, "validation", res))
+            goto out;
+        exchange_verdict(&v, res);
+    }
+out:
+    if (res->status != ST_OK) {
+        res->avg = res->min = res->max = res->median = res->bw = NAN;
+        free(res->samples);
+        res->samples = NULL;
+    }
+    point_free(&p);
+    free(t);
+}
+
+/* ------------------------------------------------------------------- output */
+
+static void write_result(FILE *out, const job_t *j, const result_t *r, int with_samples)
+{
+    static const char *const ST[] = {"ok", "invalid", "failed"};
+    strbuf_t sb = {NULL, 0, 0};
+    sb_printf(&sb, "{\"collective\": \"%s\", \"algorithm_id\": %d, \"segsize\": %lld, "
+                   "\"fanout\": %d, \"nprocs\": %d, \"size_bytes\": %lld, "
+                   "\"iterations\": %d, \"warmup\": %d, \"avg_us\": ",
+              COLL_NAMES[j->coll], j->alg, j->segsize, j->fanout, g_nprocs, j->size, j->iters,
+              j->warmup);
+    sb_number(&sb, r->avg);
+    sb_printf(&sb, ", \"min_us\": ");
+    sb_number(&sb, r->min);
+    sb_printf(&sb, ", \"max_us\": ");
+    sb_number(&sb, r->max);
+    sb_printf(&sb, ", \"median_us\": ");
+    sb_number(&sb, r->median);
+    sb_printf(&sb, ", \"bandwidth_mbs\": ");
+    sb_number(&sb, r->bw);
+    sb_printf(&sb, ", \"validated\": %s, \"status\": \"%s\", \"error\": ",
+              r->validated && r->status == ST_OK ? "true" : "false", ST[r->status]);
+    if (r->status == ST_OK)
+        sb_printf(&sb, "null");
+    else
+        sb_json_string(&sb, r->error);
+    sb_printf(&sb, ", \"samples_us\": ");
+    if (with_samples && r->samples) {
+        sb_printf(&sb, "[");
+        for (int k = 0; k < j->iters; k++) {
+            sb_printf(&sb, k ? ", " : "");
+            sb_number(&sb, r->samples[k]);
+        }
+        sb_printf(&sb, "]");
+    } else {
+        sb_printf(&sb, "null");
+    }
+    sb_printf(&sb, "}\n");
+    /* One write per line, then to disk: a killed launch leaves whole lines behind. */
+    if (fwrite(sb.p, 1, sb.len, out) != sb.len || fflush(out) != 0)
+        die("writing the output file failed: %s", strerror(errno));
+    fsync(fileno(out));
+    free(sb.p);
+}
+
+/* ------------------------------------------------------------------- main */
+
+static void debug_hook(const opts_t *o, long long index)
+{
+    if (o->debug == DBG_NONE || index != o->debug_at)
+        return;
+    if (o->debug == DBG_HANG && g_rank == 0)
+        for (;;)
+            pause();
+    if (o->debug == DBG_CRASH && g_rank == (g_nprocs > 1 ? 1 : 0))
+        abort();
+}
+
+/* Rank 0 reports a usage/job-file problem; every rank exits with status 2. */
+static int fail_setup(const char *msg)
+{
+    if (g_rank == 0)
+        fprintf(stderr, PROG ": %s\n", msg);
+    MPI_Finalize();
+    return 2;
+}
+
+static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
+{
+    MPI_Comm comm = o->mpit ? MPI_COMM_NULL : new_measure_comm();
+    mpit_state_t st;
+    memset(&st, 0, sizeof st);
+    st.dirty_coll = -1;
+    for (int i = 0; i < nj; i++) {
+        const job_t *j = &jobs[i];
+        result_t res;
+        memset(&res, 0, sizeof res);
+        res.avg = res.min = res.max = res.median = res.bw = NAN;
+        debug_hook(o, i);
+        if (is_p2p(j->coll) && g_nprocs < 2)
+            set_error(&res, ST_FAILED, "needs at least 2 ranks");
+        else if (!fits_int(j, g_nprocs))
+            set_error(&res, ST_FAILED, "size_bytes * nprocs exceeds MPI's int counts");
+        else if (o->mpit && mpit_configure(&st, j, &comm, res.error, sizeof res.error))
+            res.status = ST_FAILED;
+        else
+            measure(j, comm, o->validate, o->debug == DBG_CORRUPT && i == o->debug_at, &res);
+        if (g_rank == 0)
+            write_result(out, j, &res, o->samples);
+        free(res.samples);
+    }
+    if (comm != MPI_COMM_NULL)
+        check_mpi(MPI_Comm_free(&comm), "MPI_Comm_free");
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    char err[ERR_LEN + 64] = "", msg[2 * ERR_LEN];
+    job_t *jobs = NULL;
+    char *text;
+    int nj, provided, bad_line = 0, out_ok = 1;
+    FILE *out = NULL;
+
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS)
+        return 3;
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_nprocs);
+    if (parse_args(argc, argv, &o, err, sizeof err)) {
+        snprintf(msg, sizeof msg, "%s\n%s", err, USAGE);
+        return fail_setup(msg);
+    }
+    text = read_and_bcast(o.jobs_path, err, sizeof err);
+    if (!text) {
+        snprintf(msg, sizeof msg, "%s: %s", o.jobs_path, err);
+        return fail_setup(msg);
+    }
+    nj = parse_jobs(text, &jobs, &bad_line, err, sizeof err);
+    free(text);
+    if (nj < 0) {
+        snprintf(msg, sizeof msg, "%s:%d: %s", o.jobs_path, bad_line, err);
+        return fail_setup(msg);
+    }
+    if (g_rank == 0) {
+        out = fopen(o.out_path, "w");
+        out_ok = out != NULL;
+        if (!out_ok)
+            snprintf(err, sizeof err, "cannot open output file %s: %s", o.out_path,
+                     strerror(errno));
+    }
+    check_mpi(MPI_Bcast(&out_ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (!out_ok)
+        return fail_setup(err);
+    if (o.mpit)
+        check_mpi(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided), "MPI_T_init_thread");
+
+    /* No closing MPI_Barrier: under --mca forcing of a barrier algorithm that refuses this
+     * communicator size it would abort a launch whose points were all written. */
+    run_all(&o, jobs, nj, out);
+    if (o.mpit) {
+        for (int i = 0; i < g_ncvars; i++)
+            if (g_cvars[i].exists)
+                MPI_T_cvar_handle_free(&g_cvars[i].handle);
+        MPI_T_finalize();
+    }
+    if (out && fclose(out) != 0)
+        die("closing the output file failed: %s", strerror(errno));
+    free(jobs);
+    MPI_Finalize();
+    return 0;
+}

