@@ -252,6 +252,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--table", choices=("measurements", "samples"), default="measurements")
     s.set_defaults(func=cmd_export)
 
+    from collbench.analyse.cli import add_parser as add_compare
+
+    add_compare(sub)
+
     s = sub.add_parser("schema", help="print the JSON schema of campaign specs")
     s.set_defaults(func=cmd_schema)
     return p

@@ -35,6 +35,10 @@ class Catalog:
         """Every operation the kernel can measure (also those with no algorithm choice)."""
         return tuple(COLLECTIVES)
 
+    def applicable(self, algorithm: Algorithm, nprocs: int) -> bool:
+        """False where the algorithm refuses this process count (Open MPI's two_proc)."""
+        return not (algorithm.name == "two_proc" and nprocs != 2)
+
     def of(self, collective: str) -> tuple[Algorithm, ...]:
         return self.algorithms.get(collective, ())
 

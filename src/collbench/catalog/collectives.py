@@ -20,7 +20,8 @@ class RulesBytes(StrEnum):
 
     PER_RANK = "count*typesize"  # bcast, reduce, allreduce
     TIMES_P = "count*typesize*P"  # gather, scatter, allgather, alltoall, reduce_scatter_block
-    SUM_COUNTS = "sum(counts)*typesize"  # allgatherv, reduce_scatter
+    SUM_COUNTS = "sum(counts)*typesize"  # allgatherv (OSU: equal counts of size per rank)
+    WHOLE = "whole vector"  # reduce_scatter(_block): OSU's size is already the whole vector
     ZERO = "0"  # barrier, alltoallv
 
 
@@ -56,8 +57,8 @@ COLLECTIVES: Final[dict[str, Collective]] = {
         _c("allgatherv", Kind.ALL, 1, RulesBytes.SUM_COUNTS, 1),
         _c("alltoall", Kind.ALL, 3, RulesBytes.TIMES_P, 1),
         _c("alltoallv", Kind.ALL, 4, RulesBytes.ZERO, 1),
-        _c("reduce_scatter", Kind.REDUCTION, 12, RulesBytes.SUM_COUNTS, 1),
-        _c("reduce_scatter_block", Kind.REDUCTION, 13, RulesBytes.TIMES_P, 1),
+        _c("reduce_scatter", Kind.REDUCTION, 12, RulesBytes.WHOLE, 1),
+        _c("reduce_scatter_block", Kind.REDUCTION, 13, RulesBytes.WHOLE, 1),
         _c("latency", Kind.P2P, None, RulesBytes.ZERO, 0, mpich=False),
         _c("bw", Kind.P2P, None, RulesBytes.ZERO, 1, mpich=False),
     )
@@ -94,6 +95,11 @@ def rules_bytes(collective: str, size_per_rank: int, nprocs: int) -> int:
     rb = COLLECTIVES[collective].rules_bytes
     if rb is RulesBytes.PER_RANK:
         return size_per_rank
+    if rb is RulesBytes.WHOLE:
+        # OSU's reduce_scatter size is the whole vector: recvcounts are size/P (+ remainder),
+        # so Open MPI's sum(counts)*typesize (or rcount*typesize*P) is the size itself.
+        return size_per_rank - size_per_rank % nprocs if collective.endswith("_block") \
+            else size_per_rank
     if rb in (RulesBytes.TIMES_P, RulesBytes.SUM_COUNTS):
         return size_per_rank * nprocs
     return 0

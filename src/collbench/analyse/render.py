@@ -1,0 +1,208 @@
+"""A Comparison as aligned text, CSV, JSON or Markdown (pipe tables for papers and reports)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from collbench.analyse.compare import (
+    METHOD,
+    Best,
+    Comparison,
+    PointStat,
+    RatioStat,
+    WinRange,
+    block_title,
+)
+from collbench.sizes import format_size
+from collbench.tables import csv_table
+
+FORMATS: Final = ("table", "csv", "json", "markdown")
+FALLBACK: Final = "baseline (no significant difference)"
+SHORT_COVERAGE: Final = "†"
+
+CSV_COLUMNS: Final = (
+    "collective", "nprocs", "nodes", "ppn", "mapping", "binding", "params", "algorithm",
+    "size_bytes", "stat", "n", "value", "ci_low", "ci_high", "ci_coverage", "ratio",
+    "ratio_ci_low", "ratio_ci_high", "ratio_ci_coverage", "p_raw", "p_value", "significant",
+    "is_best", "recommended")
+
+
+def render(c: Comparison, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(c.to_json(), indent=1) + "\n"
+    if fmt == "csv":
+        return csv_table(_csv_rows(c), CSV_COLUMNS) + "\n"
+    md = fmt == "markdown"
+    out = _header(c, md)
+    ratios = {id(r.point): r for r in c.ratios}
+    best = {b.key: b for b in c.best}
+    for title, pts in _blocks(c.points):
+        rows = [_point_row(c, p, ratios.get(id(p))) for p in pts]
+        bests = [best[k] for k in dict.fromkeys(p.size_key for p in pts)]
+        ranges = [r for r in c.ranges if _range_title(r) == title]
+        out += [f"## {title}" if md else f"# {title}", "",
+                _table(rows, _point_columns(c), md), "",
+                "Best per size:" if md else "best per size:", "",
+                _table([_best_row(c, b) for b in bests], _BEST_COLUMNS, md), "",
+                ("Winners: " if md else "winners: ") + format_ranges(ranges), "", ""]
+    if c.warnings:
+        out.append("## Warnings\n" if md else "warnings:")
+        for w in c.warnings:
+            out.append(f"- **{w.where}**: {w.problem}. {w.advice}." if md else
+                       f"  {w.where}: {w.problem}\n    -> {w.advice}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def format_ranges(ranges: Sequence[WinRange]) -> str:
+    """'1–8K binomial, 16K–1M pipeline, 2M default: baseline (no significant difference)'."""
+    parts = []
+    for r in ranges:
+        span = format_size(r.size_from) + (
+            f"–{format_size(r.size_to)}" if r.size_to != r.size_from else "")
+        who = f"{r.algorithm}: {FALLBACK}" if r.fallback else r.algorithm
+        parts.append(f"{span} {who}")
+    return ", ".join(parts)
+
+
+# --- pieces -----------------------------------------------------------------------------
+def _header(c: Comparison, md: bool) -> list[str]:
+    pct = f"{c.confidence:.0%}" if round(c.confidence * 100, 6).is_integer() \
+        else f"{c.confidence:.1%}"
+    lines = [
+        f"statistic: {c.stat} per repetition; value = median over repetitions "
+        f"(up to {c.repetitions}); baseline: {c.baseline}; confidence: {pct}",
+        f"ratio = value / {c.baseline}'s value (< 1: faster than the baseline); "
+        f"ratio CI: {METHOD['ratio_ci']}; p: {METHOD['test']}, Holm within each size; "
+        f"significant = Holm p < {1 - c.confidence:.3g} and the ratio CI excludes 1",
+        f"recommended: {METHOD['recommended']}",
+    ]
+    if _any_short_coverage(c):
+        lines.append(f"{SHORT_COVERAGE} too few repetitions for a {pct} interval: shown is the "
+                     "widest one they allow, with lower coverage (see ci_coverage in csv/json)")
+    if c.notice:
+        lines.append(f"**{c.notice}**" if md else f"NOTE: {c.notice}")
+    if md:
+        return ["# collbench compare", "", *[f"- {ln}" for ln in lines], ""]
+    return [f"# {ln}" for ln in lines] + [""]
+
+
+def _any_short_coverage(c: Comparison) -> bool:
+    covs = [p.ci_coverage for p in c.points] + [r.ci_coverage for r in c.ratios]
+    return any(v is not None and v < c.confidence - 1e-9 for v in covs)
+
+
+def _blocks(points: Sequence[PointStat]) -> list[tuple[str, list[PointStat]]]:
+    out: dict[str, list[PointStat]] = {}
+    for p in points:
+        out.setdefault(block_title(*p.context), []).append(p)
+    return list(out.items())
+
+
+def _range_title(r: WinRange) -> str:
+    return block_title(r.collective, r.nprocs, r.nodes, r.ppn, r.mapping, r.binding, r.params)
+
+
+def _point_columns(c: Comparison) -> list[str]:
+    return ["size", "algorithm", "n", c.stat, "CI", "ratio", "ratio CI", "p", "verdict"]
+
+
+_BEST_COLUMNS: Final = ["size", "fastest", "value", "ratio", "p", "recommended", "note"]
+
+
+def _point_row(c: Comparison, p: PointStat, r: RatioStat | None) -> dict[str, Any]:
+    base = p.label == c.baseline
+    return {
+        "size": format_size(p.size_bytes), "algorithm": p.label, "n": p.n,
+        c.stat: _num(p.value),
+        "CI": _interval(p.ci_low, p.ci_high, p.ci_coverage, c.confidence),
+        "ratio": "1" if base else _num(r.ratio if r else None),
+        "ratio CI": _interval(r.ci_low, r.ci_high, r.ci_coverage, c.confidence) if r else "-",
+        "p": _p(r.p_value if r else None),
+        "verdict": "baseline" if base else _verdict(r),
+    }
+
+
+def _best_row(c: Comparison, b: Best) -> dict[str, Any]:
+    ratio = next((r for r in c.ratios if r.point is b.winner), None)
+    return {
+        "size": format_size(b.key[7]), "fastest": b.winner.label, "value": _num(b.winner.value),
+        "ratio": _num(b.ratio), "p": _p(ratio.p_value if ratio else None),
+        "recommended": b.recommended, "note": b.note or "-",
+    }
+
+
+def _verdict(r: RatioStat | None) -> str:
+    if r is None:
+        return "no baseline"
+    if r.significant is None:
+        return "untested"
+    if not r.significant:
+        return "n.s."
+    return "faster" if r.ratio < 1 else "slower"
+
+
+def _csv_rows(c: Comparison) -> list[dict[str, Any]]:
+    ratios = {id(r.point): r for r in c.ratios}
+    winners = {id(b.winner): b for b in c.best}
+    recommended = {b.key: b.recommended for b in c.best}
+    rows = []
+    for p in c.points:
+        r = ratios.get(id(p))
+        rows.append({
+            "collective": p.collective, "nprocs": p.nprocs, "nodes": p.nodes, "ppn": p.ppn,
+            "mapping": p.mapping, "binding": p.binding, "params": p.params,
+            "algorithm": p.label, "size_bytes": p.size_bytes, "stat": c.stat, "n": p.n,
+            "value": p.value, "ci_low": p.ci_low, "ci_high": p.ci_high,
+            "ci_coverage": p.ci_coverage,
+            "ratio": 1.0 if p.label == c.baseline else (r.ratio if r else None),
+            "ratio_ci_low": r.ci_low if r else None, "ratio_ci_high": r.ci_high if r else None,
+            "ratio_ci_coverage": r.ci_coverage if r else None,
+            "p_raw": r.p_raw if r else None, "p_value": r.p_value if r else None,
+            "significant": r.significant if r else None, "is_best": id(p) in winners,
+            "recommended": recommended.get(p.size_key),
+        })
+    return rows
+
+
+def _num(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if abs(v) < 1 else f"{v:.2f}" if abs(v) < 1e5 else f"{v:.4g}"
+
+
+def _p(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2g}"
+
+
+def _interval(low: float | None, high: float | None, coverage: float | None,
+              confidence: float) -> str:
+    if low is None or high is None:
+        return "-"
+    short = coverage is not None and coverage < confidence - 1e-9
+    return f"[{_num(low)}, {_num(high)}]{SHORT_COVERAGE if short else ''}"
+
+
+def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], md: bool) -> str:
+    cells = [[str(r.get(col, "-")) for col in columns] for r in rows]
+    if md:
+        lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+        return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+                                  for row in cells])
+    widths = [max([len(col)] + [len(row[i]) for row in cells]) for i, col in enumerate(columns)]
+    right = [all(_numeric(row[i]) for row in cells) for i in range(len(columns))]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if r else v.ljust(w)
+                         for v, w, r in zip(values, widths, right, strict=True)).rstrip()
+
+    return "\n".join([line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells])
+
+
+def _numeric(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return cell == "-"
+    return True
