@@ -108,7 +108,8 @@ def test_hung_launch_is_killed_by_its_timeout(tmp_path: Path) -> None:
 def test_crashing_launch_is_recorded_failed(tmp_path: Path) -> None:
     out = tmp_path / "res"
     p = spec(tmp_path, collectives='["bcast"]', nprocs="[2]")
-    assert main(["run", str(p), "-o", str(out), "--kernel-debug", "--debug crash --debug-at 2"]) == 1
+    debug = "--debug crash --debug-at 2"
+    assert main(["run", str(p), "-o", str(out), "--kernel-debug", debug]) == 1
     rows = Store(out).connect().execute(
         "SELECT status, error FROM measurements ORDER BY status").fetchall()
     assert [r[0] for r in rows].count("ok") == 2

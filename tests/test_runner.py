@@ -66,6 +66,7 @@ def test_run_stores_one_row_per_planned_point(tmp_path: Path,
     rows = points(out)
     assert len(rows) == planned == len(set(rows))
     assert {r[4] for r in rows} == {"ok"}
+    capsys.readouterr()
     assert main(["show", str(out), "--collective", "bcast", "--format", "csv"]) == 0
     table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert {r["algorithm"] for r in table} == {"default", "binomial", "pipeline"}

@@ -253,8 +253,10 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_export)
 
     from collbench.analyse.cli import add_parser as add_compare
+    from collbench.ingest.cli import add_parser as add_ingest
 
     add_compare(sub)
+    add_ingest(sub)
 
     s = sub.add_parser("schema", help="print the JSON schema of campaign specs")
     s.set_defaults(func=cmd_schema)

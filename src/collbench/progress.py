@@ -15,13 +15,13 @@ def fmt_duration(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, estimate_s: float, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int, estimate_s: float, stream: TextIO | None = None) -> None:
         self.total, self.done = total, 0
         self.estimate_s = estimate_s  # planned seconds for all launches still to run
         self.estimated_done = 0.0
         self.start = time.monotonic()
-        self.stream = stream
-        self.tty = stream.isatty()
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = self.stream.isatty()
 
     def eta(self) -> float:
         elapsed = time.monotonic() - self.start

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 from collections.abc import Iterator
@@ -76,13 +77,24 @@ def read_kernel_output(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+# Settings that only force the algorithm: the algorithm and selection columns say that.
+_FORCING = re.compile(r"^(coll_tuned_use_dynamic_rules|coll_tuned_\w+_algorithm\w*|"
+                      r"MPIR_CVAR_\w+_INTRA_ALGORITHM)$")
+
+
+def launch_params(launch: Launch) -> str:
+    """The params column: the user's MCA settings and environment, without forcing keys."""
+    mca = {k: v for k, v in launch.mca if not _FORCING.match(k)}
+    env = {k: v for k, v in launch.env if not _FORCING.match(k)}
+    return json.dumps({"mca": mca, "env": env, "swept": dict(launch.swept)}, sort_keys=True)
+
+
 def build_rows(
     launch: Launch, measured: list[dict[str, Any]], outcome: LaunchOutcome, ctx: RowContext,
     nodes: int,
 ) -> list[dict[str, Any]]:
     """One tidy row per planned point: measured, or marked with why it was not."""
-    params = json.dumps({"mca": dict(launch.mca), "env": dict(launch.env),
-                         "swept": dict(launch.swept)}, sort_keys=True)
+    params = launch_params(launch)
     rows = []
     for index, point in enumerate(launch.points):
         got = measured[index] if index < len(measured) else None
@@ -136,8 +148,7 @@ def run_campaign(
     todo = [la for la in plan.launches if la.launch_id not in finished]
     summary = Summary(launches=len(plan.launches), skipped=len(plan.launches) - len(todo))
     estimates = {la.launch_id: replace(plan, launches=(la,)).estimate_seconds() for la in todo}
-    progress = Progress(len(todo), sum(estimates.values()),
-                        **({"stream": progress_stream} if progress_stream else {}))
+    progress = Progress(len(todo), sum(estimates.values()), progress_stream)
     intr = _Interrupt()
     with _signals(intr):
         for launch in todo:

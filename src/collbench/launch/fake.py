@@ -47,8 +47,15 @@ def _latency_us(coll: str, alg: int, size: int, nprocs: int) -> float:
 
 
 def _main(argv: list[str]) -> int:
-    args = dict(zip(argv[::2], argv[1::2], strict=False))
-    flags = set(argv)
+    valued = {"-np", "--jobs", "--output", "--debug", "--debug-at"}
+    args: dict[str, str] = {}
+    flags: set[str] = set()
+    it = iter(argv)
+    for arg in it:
+        if arg in valued:
+            args[arg] = next(it)
+        else:
+            flags.add(arg)
     nprocs = int(args["-np"])
     debug, debug_at = args.get("--debug", ""), int(args.get("--debug-at", "0"))
     lines = [ln.split() for ln in Path(args["--jobs"]).read_text().splitlines()

@@ -1,0 +1,442 @@
+"""Expand a spec into launches (one mpirun each) and points (collective × algorithm × size).
+
+Launch dimensions: nprocs × map_by × bind_to × mca.sweep (cartesian, `zip` groups vary
+together) × repetition. Points inside a launch: collective × algorithm variant × size.
+How algorithms are forced decides how points are split into launches:
+
+- "mpit": the kernel switches Open MPI algorithms at run time (MPI_T), so one launch holds
+  every switchable algorithm, plus default points that need no forcing;
+- "launch": one launch per algorithm variant, forced by MCA parameters (Open MPI) or
+  MPIR_CVAR_* environment variables (MPICH);
+- "none": default algorithms only, nothing forced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import random
+import secrets
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Final
+
+from collbench.catalog.algorithms import DEFAULT, Algorithm, Catalog
+from collbench.catalog.collectives import COLLECTIVES, OSU_BW_WINDOW, Kind, RulesBytes, osu_defaults
+from collbench.errors import UserError, did_you_mean
+from collbench.sizes import format_size
+from collbench.spec import AlgorithmChoice, Spec
+
+PLAN_FORMAT: Final = 1
+MPIT: Final = "mpit"
+LAUNCH: Final = "launch"
+NONE: Final = "none"
+
+# Rough cost model for estimate_seconds (Hockney): latency and bandwidth of one step.
+ALPHA_S: Final = 2e-6
+BETA_BYTES_PER_S: Final = 2e9
+OVERSUBSCRIBED_SLOWDOWN: Final = 2.0
+
+
+@dataclass(frozen=True)
+class Point:
+    collective: str
+    algorithm: str  # as the MPI spells it; "default" = the MPI's own choice
+    algorithm_id: int | None  # Open MPI id (0 = default); None where ids do not exist
+    segsize: int  # 0 = unsegmented / MPI default
+    fanout: int  # 0 = MPI default
+    size_bytes: int
+    iterations: int
+    warmup: int
+
+    def job_line(self) -> str:
+        return (f"{self.collective} {self.algorithm_id or 0} {self.segsize} {self.fanout} "
+                f"{self.size_bytes} {self.iterations} {self.warmup}")
+
+    def modelled_seconds(self, nprocs: int) -> float:
+        """Modelled time of one iteration: α·⌈log2 P⌉ + bytes/β, plus OSU's barrier.
+
+        A rough planning aid, not a prediction: bytes is the message size, times P for the
+        operations where every rank's block travels (gather, scatter, all-to-all, ...).
+        """
+        steps = max(1, math.ceil(math.log2(max(nprocs, 2))))
+        coll = COLLECTIVES.get(self.collective)
+        m = self.size_bytes
+        if coll is not None and coll.kind is Kind.P2P:
+            if self.collective == "bw":
+                return OSU_BW_WINDOW * m / BETA_BYTES_PER_S + 2 * ALPHA_S
+            return 2 * (ALPHA_S + m / BETA_BYTES_PER_S)  # ping-pong round trip
+        spread = coll is not None and (coll.kind is Kind.ALL or coll.rules_bytes in (
+            RulesBytes.TIMES_P, RulesBytes.SUM_COUNTS))
+        volume = m * nprocs if spread else m
+        return 2 * ALPHA_S * steps + volume / BETA_BYTES_PER_S
+
+
+@dataclass(frozen=True)
+class Launch:
+    launch_id: str  # f"{index:04d}-{sha256(content)[:8]}", index = position in run order
+    repetition: int  # 0-based
+    nprocs: int
+    mapping: str  # --map-by
+    binding: str  # --bind-to
+    oversubscribe: bool
+    mca: tuple[tuple[str, str], ...]  # every --mca pair: fixed + swept + forcing, sorted
+    env: tuple[tuple[str, str], ...]  # extra environment (MPICH forcing), sorted
+    swept: tuple[tuple[str, str], ...]  # this launch's mca.sweep values, sorted
+    selection: str  # "mpit" | "launch" | "none"
+    points: tuple[Point, ...]
+    timeout_s: float
+    validate: bool
+    samples: bool
+
+    def job_lines(self) -> list[str]:
+        """Kernel job file: `collective algorithm_id segsize fanout size iterations warmup`."""
+        return [p.job_line() for p in self.points]
+
+    def estimate_seconds(self, startup_s: float = 1.5) -> float:
+        """Rough wall time: start-up plus modelled iterations (see Point.modelled_seconds)."""
+        work = sum((p.iterations + p.warmup) * p.modelled_seconds(self.nprocs) for p in self.points)
+        return startup_s + work * (OVERSUBSCRIBED_SLOWDOWN if self.oversubscribe else 1.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "launch_id": self.launch_id, "repetition": self.repetition, "nprocs": self.nprocs,
+            "mapping": self.mapping, "binding": self.binding,
+            "oversubscribe": self.oversubscribe, "mca": dict(self.mca), "env": dict(self.env),
+            "swept": dict(self.swept), "selection": self.selection,
+            "timeout_s": self.timeout_s, "validate": self.validate, "samples": self.samples,
+            "points": [asdict(p) for p in self.points],
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> Launch:
+        def pairs(key: str) -> tuple[tuple[str, str], ...]:
+            return tuple(sorted((str(k), str(v)) for k, v in data[key].items()))
+
+        return Launch(
+            launch_id=str(data["launch_id"]), repetition=int(data["repetition"]),
+            nprocs=int(data["nprocs"]), mapping=str(data["mapping"]),
+            binding=str(data["binding"]), oversubscribe=bool(data["oversubscribe"]),
+            mca=pairs("mca"), env=pairs("env"), swept=pairs("swept"),
+            selection=str(data["selection"]), timeout_s=float(data["timeout_s"]),
+            validate=bool(data["validate"]), samples=bool(data["samples"]),
+            points=tuple(Point(**p) for p in data["points"]),
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    campaign: str
+    seed: int
+    backend: str
+    launches: tuple[Launch, ...]
+
+    def points_total(self) -> int:
+        return sum(len(launch.points) for launch in self.launches)
+
+    def estimate_seconds(self, startup_s: float = 1.5) -> float:
+        """Rough total wall time; see Launch.estimate_seconds."""
+        return sum(launch.estimate_seconds(startup_s) for launch in self.launches)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": PLAN_FORMAT, "campaign": self.campaign, "seed": self.seed,
+                "backend": self.backend, "launches": [x.to_json() for x in self.launches]}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> Plan:
+        """The plan recorded by to_json; UserError when it is not one."""
+        if data.get("format") != PLAN_FORMAT:
+            raise UserError(f"plan format {data.get('format')!r} is not supported "
+                            f"(expected {PLAN_FORMAT})")
+        try:
+            return Plan(str(data["campaign"]), int(data["seed"]), str(data["backend"]),
+                        tuple(Launch.from_json(x) for x in data["launches"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise UserError(f"malformed plan: {type(e).__name__}: {e}") from None
+
+
+# --- expansion ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Variant:
+    algorithm: Algorithm
+    segsize: int = 0
+    fanout: int = 0
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One collective × algorithm variant, sizes ascending (as OSU runs them)."""
+
+    collective: str
+    variant: _Variant
+    points: tuple[Point, ...]
+
+    @property
+    def is_default(self) -> bool:
+        return self.variant.algorithm.name == DEFAULT
+
+
+def _expand_entry(catalog: Catalog, coll: str, entry: AlgorithmChoice,
+                  where: str) -> list[_Variant]:
+    if entry.is_all():
+        return [_Variant(catalog.default(coll)), *(_Variant(a) for a in catalog.of(coll))]
+    alg = catalog.resolve(coll, entry.name, where)
+    if (entry.segsize or entry.fanout) and not alg.segmentable:
+        key = "segsize" if entry.segsize else "fanout"
+        valid = [a.name for a in catalog.of(coll) if a.segmentable]
+        raise UserError(
+            f"{where}.{key}: {alg.name} takes no segment size or fanout ({coll} in "
+            f"{catalog.implementation} {catalog.version}); valid: {', '.join(valid) or 'none'}")
+    return [_Variant(alg, s, f) for s in entry.segsize or [0] for f in entry.fanout or [0]]
+
+
+def _variants(spec: Spec, catalog: Catalog, coll: str, source: str) -> list[_Variant]:
+    chosen = spec.measure.algorithms
+    if isinstance(chosen, dict):
+        entries = chosen.get(coll, [AlgorithmChoice(name=DEFAULT)])
+        prefix = f"measure.algorithms.{coll}"
+    else:
+        entries, prefix = chosen, "measure.algorithms"
+    out: list[_Variant] = []
+    for i, entry in enumerate(entries):
+        for v in _expand_entry(catalog, coll, entry, f"{source}: {prefix}[{i}]"):
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def _sizes(spec: Spec, coll: str, source: str) -> list[int]:
+    if COLLECTIVES[coll].kind is Kind.SYNC:
+        return [0]  # barrier moves no data: one point
+    least = COLLECTIVES[coll].min_size
+    sizes = [s for s in spec.measure.sizes if s >= least]
+    if not sizes:
+        raise UserError(f"{source}: measure.sizes: {coll} needs sizes of at least {least} B; "
+                        f"got {', '.join(format_size(s) for s in spec.measure.sizes)}")
+    return sizes
+
+
+def _modes(spec: Spec, catalog: Catalog, variants: dict[str, list[_Variant]],
+           source: str) -> dict[str, str]:
+    """How each collective's non-default algorithms are forced: MPIT or LAUNCH."""
+    wanted, impl = spec.run.selection, f"{catalog.implementation} {catalog.version}"
+    modes: dict[str, str] = {}
+    for coll, vs in variants.items():
+        forced = [v.algorithm for v in vs if v.algorithm.name != DEFAULT]
+        if wanted == MPIT and forced:
+            if catalog.implementation != "openmpi":
+                raise UserError(
+                    f"{source}: run.selection: 'mpit' needs Open MPI's writable MPI_T control "
+                    f"variables; {impl} forces algorithms at launch; valid: auto, launch")
+            if not all(a.runtime_switchable for a in forced):
+                raise UserError(
+                    f"{source}: run.selection: 'mpit' cannot switch {coll} algorithms at run "
+                    f"time in {impl} (read-only control variable); valid: auto, launch")
+        switchable = catalog.implementation == "openmpi" and all(
+            a.runtime_switchable for a in catalog.of(coll))
+        modes[coll] = MPIT if wanted == MPIT or (wanted == "auto" and switchable) else LAUNCH
+    return modes
+
+
+def _algorithm_matches(ref: str | int, alg: Algorithm) -> bool:
+    if isinstance(ref, int):
+        return alg.id == ref
+    return ref.strip().lower() in (alg.name.lower(), str(alg.id))
+
+
+def _check_excluded_algorithms(spec: Spec, variants: dict[str, list[_Variant]],
+                               source: str) -> None:
+    for i, entry in enumerate(spec.exclude):
+        colls = entry.collective or spec.measure.collectives
+        measured = [v.algorithm for c in colls for v in variants[c]]
+        names = list(dict.fromkeys(a.name for a in measured))
+        for ref in entry.algorithm or []:
+            if not any(_algorithm_matches(ref, a) for a in measured):
+                raise UserError(
+                    f"{source}: exclude[{i}].algorithm: {ref!r} is not measured; valid: "
+                    f"{', '.join(names)}{did_you_mean(str(ref), names)}")
+
+
+def _excluded(criteria: list[dict[str, list[Any]]], at: dict[str, Any], alg: Algorithm) -> bool:
+    return any(
+        all(any(_algorithm_matches(r, alg) for r in values) if key == "algorithm"
+            else at[key] in values for key, values in crit.items())
+        for crit in criteria
+    )
+
+
+def _combinations(spec: Spec) -> list[dict[str, Any]]:
+    """Every launch-dimension combination (without repetition), zip groups in lockstep."""
+    dims = spec.launch_dimensions()
+    zipped = {name: tuple(group) for group in spec.zip for name in group}
+    groups: list[tuple[str, ...]] = []
+    for name in dims:
+        group = zipped.get(name, (name,))
+        if group not in groups:
+            groups.append(group)
+    axes = [list(zip(*(dims[n] for n in g), strict=True)) for g in groups]
+    return [
+        {n: v for g, values in zip(groups, combo, strict=True)
+         for n, v in zip(g, values, strict=True)}
+        for combo in itertools.product(*axes)
+    ]
+
+
+def _truthy(value: str) -> str:
+    low = value.strip().lower()
+    return {"true": "1", "yes": "1", "on": "1", "false": "0", "no": "0", "off": "0"}.get(low, low)
+
+
+def _forcing(selection: str, block: _Block, catalog: Catalog,
+             source: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(mca, env) that make the MPI run this block's algorithm."""
+    if selection == NONE:
+        return {}, {}
+    # With dynamic rules on, algorithm 0 means "the fixed decision rules", i.e. the default.
+    dynamic = {"coll_tuned_use_dynamic_rules": "1"}
+    if selection == MPIT:
+        return dynamic, {}
+    coll, v = block.collective, block.variant
+    if catalog.implementation == "openmpi":
+        prefix = f"coll_tuned_{coll}_algorithm"
+        mca = {**dynamic, prefix: str(v.algorithm.id)}
+        if v.segsize:
+            mca[f"{prefix}_segmentsize"] = str(v.segsize)
+        if v.fanout:
+            mca[f"{prefix}_tree_fanout"] = mca[f"{prefix}_chain_fanout"] = str(v.fanout)
+            if coll == "bcast":
+                mca[f"{prefix}_knomial_radix"] = str(v.fanout)
+        return mca, {}
+    cvar = COLLECTIVES[coll].mpich_cvar
+    if catalog.implementation == "mpich" and cvar:
+        return {}, {cvar: v.algorithm.name}
+    raise UserError(f"{source}: measure.algorithms: collbench cannot force {coll} algorithms "
+                    f"of {catalog.implementation} {catalog.version}; use 'default'")
+
+
+def _moves_data(coll: str, size: int, nprocs: int) -> bool:
+    # OSU's reduce_scatter_block gives each rank size/P bytes: below P it moves nothing.
+    return not (coll == "reduce_scatter_block" and size < nprocs)
+
+
+def _check_mca_allowed(spec: Spec, catalog: Catalog, source: str) -> None:
+    if (spec.mca.fixed or spec.mca.sweep) and catalog.implementation != "openmpi":
+        raise UserError(f"{source}: mca: {catalog.implementation} {catalog.version} has no MCA "
+                        "parameters; remove the [mca] table")
+
+
+def _merge_mca(spec: Spec, swept: dict[str, str], forcing: dict[str, str],
+               source: str) -> dict[str, str]:
+    user = {**spec.mca.fixed, **swept}
+    for key, value in forcing.items():
+        if key in user and _truthy(user[key]) != _truthy(value):
+            table = "sweep" if key in swept else "fixed"
+            raise UserError(
+                f"{source}: mca.{table}.{key}: {user[key]!r} conflicts with the algorithm "
+                f"forcing ({key} = {value}); leave it to run.selection")
+    return {**user, **forcing}
+
+
+class _Expander:
+    """Holds what every launch of one make_plan call shares."""
+
+    def __init__(self, spec: Spec, catalog: Catalog, source: str, cores: int) -> None:
+        self.spec, self.catalog, self.source, self.cores = spec, catalog, source, cores
+        colls = spec.measure.collectives
+        self.variants = {c: _variants(spec, catalog, c, source) for c in colls}
+        self.sizes = {c: _sizes(spec, c, source) for c in colls}
+        self.modes = _modes(spec, catalog, self.variants, source)
+        _check_excluded_algorithms(spec, self.variants, source)
+        _check_mca_allowed(spec, catalog, source)
+        self.criteria = [entry.criteria() for entry in spec.exclude]
+
+    def _point(self, coll: str, v: _Variant, size: int) -> Point:
+        it_osu, wu_osu = osu_defaults(coll, size)
+        m = self.spec.measure
+        return Point(coll, v.algorithm.name, v.algorithm.id, v.segsize, v.fanout, size,
+                     m.iterations.at(size) or it_osu, m.warmup.at(size) or wu_osu)
+
+    def blocks(self, at: dict[str, Any]) -> list[_Block]:
+        out = []
+        for coll in self.spec.measure.collectives:
+            for v in self.variants[coll]:
+                here = {**at, "collective": coll, "segsize": v.segsize, "fanout": v.fanout}
+                if not self.catalog.applicable(v.algorithm, at["nprocs"]):
+                    continue  # e.g. two_proc refuses P != 2: not a measurement, skip it
+                points = tuple(self._point(coll, v, size) for size in self.sizes[coll]
+                               if _moves_data(coll, size, at["nprocs"])
+                               and not _excluded(self.criteria, {**here, "size": size},
+                                                 v.algorithm))
+                if points:
+                    out.append(_Block(coll, v, points))
+        return out
+
+    def launches(self, dims: dict[str, Any], repetition: int) -> list[Launch]:
+        swept = {k: v for k, v in dims.items() if k in self.spec.mca.sweep}
+        blocks = self.blocks({**dims, "repetition": repetition})
+        forced = [b for b in blocks if not b.is_default]
+        switching = any(self.modes[b.collective] == MPIT for b in forced)
+        # Default points ride in the MPI_T launch when their control variable is writable.
+        mpit = [b for b in blocks if (switching and b.variant.algorithm.runtime_switchable
+                                      if b.is_default else self.modes[b.collective] == MPIT)]
+        groups = [(MPIT, mpit), (NONE, [b for b in blocks if b.is_default and b not in mpit])]
+        groups += [(LAUNCH, [b]) for b in forced if self.modes[b.collective] == LAUNCH]
+        return [self._launch(sel, bs, dims, swept, repetition) for sel, bs in groups if bs]
+
+    def _launch(self, selection: str, blocks: list[_Block], dims: dict[str, Any],
+                swept: dict[str, str], repetition: int) -> Launch:
+        spec, nprocs = self.spec, dims["nprocs"]
+        mca, env = _forcing(selection, blocks[0], self.catalog, self.source)
+        mca = _merge_mca(spec, swept, mca, self.source)
+        oversubscribe = (nprocs > self.cores if spec.run.oversubscribe == "auto"
+                         else bool(spec.run.oversubscribe))
+        return Launch(
+            launch_id="", repetition=repetition, nprocs=nprocs, mapping=dims["map_by"],
+            binding=dims["bind_to"], oversubscribe=oversubscribe, mca=tuple(sorted(mca.items())),
+            env=tuple(sorted(env.items())), swept=tuple(sorted(swept.items())),
+            selection=selection, points=tuple(p for b in blocks for p in b.points),
+            timeout_s=spec.run.timeout, validate=spec.measure.check_results,
+            samples=spec.measure.samples)
+
+
+def _shuffle_blocks(launch: Launch, rng: random.Random) -> Launch:
+    """Shuffle the collective × variant blocks; sizes stay ascending inside each."""
+    def key(p: Point) -> tuple[Any, ...]:
+        return p.collective, p.algorithm, p.algorithm_id, p.segsize, p.fanout
+
+    blocks = [tuple(g) for _, g in itertools.groupby(launch.points, key=key)]
+    rng.shuffle(blocks)
+    return replace(launch, points=tuple(p for b in blocks for p in b))
+
+
+def _with_id(index: int, launch: Launch) -> Launch:
+    content = {k: v for k, v in launch.to_json().items() if k != "launch_id"}
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True,
+                                       separators=(",", ":")).encode()).hexdigest()
+    return replace(launch, launch_id=f"{index:04d}-{digest[:8]}")
+
+
+def make_plan(spec: Spec, catalog: Catalog, source: str = "spec.toml",
+              cores: int | None = None) -> Plan:
+    """Every launch of the campaign, in run order; UserError naming the spec key at fault.
+
+    `cores` (default: this machine's) decides oversubscribe = "auto". The seed is the spec's,
+    or a fresh one recorded in Plan.seed; the same spec and seed give the same plan.
+    """
+    expander = _Expander(spec, catalog, source, cores or os.cpu_count() or 1)
+    launches = [launch for repetition in range(spec.run.repetitions)
+                for dims in _combinations(spec)
+                for launch in expander.launches(dims, repetition)]
+    if not launches:
+        raise UserError(f"{source}: exclude: every point is excluded; nothing to measure")
+    seed = spec.run.seed if spec.run.seed is not None else secrets.randbits(32)
+    if spec.run.order == "random":
+        rng = random.Random(seed)
+        launches = [_shuffle_blocks(launch, rng) for launch in launches]
+        rng.shuffle(launches)
+    return Plan(spec.campaign.name, seed, spec.run.backend,
+                tuple(_with_id(i, launch) for i, launch in enumerate(launches)))

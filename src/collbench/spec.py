@@ -1,0 +1,593 @@
+"""The campaign spec: a TOML file saying what to measure, validated with pydantic.
+
+Every problem is reported as one line, `<file>: <key.path>: <problem>; valid: ...`.
+Values are normalised while validating (a bare value becomes a one-item list, sizes become
+byte counts, iteration counts become a {small, large} table), so `Spec.model_dump(by_alias=
+True)` is itself a valid spec. Checks that need the MPI's algorithm table happen in
+`collbench.plan.make_plan`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    GetJsonSchemaHandler,
+    Tag,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import ErrorDetails, core_schema
+
+from collbench.catalog.collectives import COLLECTIVES, OSU_LARGE_THRESHOLD, POINT_TO_POINT
+from collbench.errors import UserError, did_you_mean
+from collbench.sizes import expand_sizes, format_size, parse_size
+
+ALL: Final = "all"
+MAP_BY: Final = ("core", "socket", "numa", "node", "slot", "hwthread")
+BIND_TO: Final = ("core", "socket", "numa", "none", "hwthread")
+# Names only: collbench.launch's registry decides at run time which exist (importing it
+# here would be circular: backends import plan, plan imports spec). "fake" is for tests.
+BACKENDS: Final = ("local", "slurm", "simgrid", "fake")
+ORDERS: Final = ("random", "sequential")
+SELECTIONS: Final = ("auto", "mpit", "launch")
+# Keys of an `exclude` entry (besides mca.sweep keys).
+EXCLUDE_KEYS: Final = ("collective", "algorithm", "segsize", "fanout", "size",
+                       "nprocs", "map_by", "bind_to", "repetition")
+
+
+class _Problem(ValueError):
+    """A validation problem that knows where it is below the key being validated."""
+
+    def __init__(self, message: str, *path: str | int) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def _not_valid(value: object, choices: Sequence[str]) -> str:
+    return (f"{value!r} is not valid; valid: {', '.join(choices)}"
+            f"{did_you_mean(str(value), choices)}")
+
+
+def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value not in choices:
+            raise _Problem(_not_valid(value, choices))
+        return value
+    return check
+
+
+def _listify(what: str, *scalar: type) -> BeforeValidator:
+    """Accept one bare value where a list is expected."""
+    def wrap(value: Any) -> Any:
+        if isinstance(value, list):
+            return value
+        if isinstance(value, scalar) and not (isinstance(value, bool) and bool not in scalar):
+            return [value]
+        raise _Problem(f"expected {what} or a list of them, got {value!r}")
+    return BeforeValidator(wrap)
+
+
+def _unique(values: list[Any]) -> list[Any]:
+    for i, v in enumerate(values):
+        if v in values[:i]:
+            raise _Problem(f"{v!r} is listed twice", i)
+    return values
+
+
+def _or_single(schema: dict[str, Any]) -> None:
+    """JSON schema of a list field that also accepts one bare item."""
+    if "anyOf" in schema:  # an optional list: [array, null]
+        array = next(b for b in schema.pop("anyOf") if b.get("type") == "array")
+    else:
+        array = {k: schema.pop(k) for k in ("type", "items", "minItems") if k in schema}
+    schema["anyOf"] = [array["items"], array]
+    if "default" in schema and schema["default"] is None:  # "absent" needs no default shown
+        del schema["default"]
+
+
+def _any() -> Any:
+    """An exclude key left out matches everything; given, it may be one value or a list."""
+    return Field(None, json_schema_extra=_or_single)
+
+
+def _enum(choices: Sequence[str]) -> WithJsonSchema:
+    return WithJsonSchema({"type": "string", "enum": list(choices)})
+
+
+def mca_value(value: Any) -> str:
+    """An MCA value as it goes on the command line: true/false, 4096, 0.5, text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise _Problem(f"expected a string, number or true/false, got {value!r}")
+
+
+def _campaign_name(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
+        raise _Problem(f"{value!r} is not a valid name; use letters, digits, '_', '.' and '-'")
+    return value
+
+
+def _mca_name(value: str) -> str:
+    if value.upper().startswith("OMPI_MCA_"):
+        raise _Problem(f"{value!r}: write the parameter name without OMPI_MCA_")
+    if not re.fullmatch(r"[A-Za-z0-9_]+", value):
+        raise _Problem(f"{value!r} is not an MCA parameter name (letters, digits, '_')")
+    if value in EXCLUDE_KEYS:
+        raise _Problem(f"{value!r} clashes with the exclude/zip key of the same name")
+    return value
+
+
+def _name_or_id(value: Any) -> str | int:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _Problem(f"expected an algorithm name or id, got {value!r}")
+    return value
+
+
+def _auto(value: Any) -> Any:
+    if value == "auto" or isinstance(value, bool):
+        return value
+    raise _Problem(f"expected \"auto\", true or false, got {value!r}")
+
+
+CollectiveName = Annotated[str, AfterValidator(_one_of(tuple(COLLECTIVES))), _enum(COLLECTIVES)]
+MapBy = Annotated[str, AfterValidator(_one_of(MAP_BY)), _enum(MAP_BY)]
+BindTo = Annotated[str, AfterValidator(_one_of(BIND_TO)), _enum(BIND_TO)]
+PosInt = Annotated[int, Field(ge=1)]
+NonNegInt = Annotated[int, Field(ge=0)]
+Size = Annotated[int, BeforeValidator(parse_size),
+                 WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
+                                           {"type": "string"}]})]
+McaName = Annotated[str, AfterValidator(_mca_name)]
+McaValue = Annotated[str, BeforeValidator(mca_value),
+                     WithJsonSchema({"type": ["string", "integer", "number", "boolean"]})]
+
+
+_TOP_LEVEL: Final = ("zip", "exclude")
+
+
+def _check_keys(cls: type[BaseModel], data: Any) -> None:
+    if not isinstance(data, dict) or cls.model_config.get("extra") == "allow":
+        return
+    valid = [f.alias or name for name, f in cls.model_fields.items()]
+    for key in data:
+        if key in _TOP_LEVEL and cls is not Spec:
+            # TOML puts keys written after a [table] header into that table.
+            raise _Problem(f"{key!r} is a top-level key: write it before the first [table] "
+                           f"header{' or as [[exclude]] tables' if key == 'exclude' else ''}",
+                           key)
+        if key not in valid:
+            raise _Problem(f"unknown key {key!r}; valid: {', '.join(valid)}"
+                           f"{did_you_mean(key, valid)}", key)
+
+
+class _Table(BaseModel):
+    """A TOML table: typed strictly, unknown keys rejected with did-you-mean."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        _check_keys(cls, data)
+        return data
+
+
+class Campaign(_Table):
+    """What this campaign is called; results are stored under the name."""
+
+    name: Annotated[str, AfterValidator(_campaign_name)] = Field(
+        description="Campaign name: letters, digits, '_', '.', '-'.",
+        json_schema_extra={"pattern": "^[A-Za-z0-9_.-]+$"})
+    description: str = Field("", description="Free text, kept with the results.")
+
+
+class AlgorithmChoice(_Table):
+    """One algorithm: a name, an Open MPI id, "default", "all", or a table with
+    segment sizes and fanouts to sweep (cartesian within the entry)."""
+
+    name: Annotated[str | int, BeforeValidator(_name_or_id)] = Field(
+        description='Algorithm name or id as the MPI spells it, "default" or "all".')
+    segsize: Annotated[list[Size], _listify("a size", str, int)] = Field(
+        default_factory=list, json_schema_extra=_or_single,
+        description="Segment size(s) in bytes; 0 = unsegmented.")
+    fanout: Annotated[list[PosInt], _listify("an integer", int)] = Field(
+        default_factory=list, json_schema_extra=_or_single,
+        description="Tree/chain fanout or k-nomial radix value(s).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, str | int) and not isinstance(data, bool):
+            return {"name": data}
+        if not isinstance(data, dict):
+            raise _Problem(f"expected an algorithm name, id or table "
+                           f"{{name = ..., segsize = ..., fanout = ...}}, got {data!r}")
+        _check_keys(cls, data)
+        return data
+
+    @model_validator(mode="after")
+    def _named_for_params(self) -> AlgorithmChoice:
+        if str(self.name).lower() == ALL and (self.segsize or self.fanout):
+            raise _Problem("segsize and fanout need a named algorithm, not 'all'",
+                           "segsize" if self.segsize else "fanout")
+        return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"anyOf": [{"type": "string"}, {"type": "integer"}, handler(schema)]}
+
+    def is_all(self) -> bool:
+        return isinstance(self.name, str) and self.name.strip().lower() == ALL
+
+
+def _algorithm_list(value: Any) -> Any:
+    return [value] if isinstance(value, str | int) and not isinstance(value, bool) else value
+
+
+def _algorithms_shape(value: Any) -> str | None:
+    if isinstance(value, list):
+        return "<every>"
+    return "<per>" if isinstance(value, dict) else None
+
+
+def _algorithms_schema(schema: dict[str, Any]) -> None:
+    every, per = schema.pop("oneOf")
+    per["additionalProperties"] = {"anyOf": [every["items"], every]}
+    schema["anyOf"] = [every["items"], every, per]
+
+
+AlgorithmList = Annotated[list[AlgorithmChoice], BeforeValidator(_algorithm_list),
+                          Field(min_length=1)]
+Algorithms = Annotated[
+    Annotated[AlgorithmList, Tag("<every>")]
+    | Annotated[dict[str, AlgorithmList], Tag("<per>")],
+    Discriminator(_algorithms_shape, custom_error_type="algorithms",
+                  custom_error_message='expected "all", "default", a list of algorithms, '
+                                       "or a table of them per collective"),
+    BeforeValidator(_algorithm_list),
+]
+
+
+class Counts(_Table):
+    """Iterations (or warm-up iterations) per point; 0 = OSU's default for that size."""
+
+    small: NonNegInt = Field(0, description=f"For sizes up to {OSU_LARGE_THRESHOLD} B.")
+    large: NonNegInt = Field(0, description=f"For sizes above {OSU_LARGE_THRESHOLD} B.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, int) and not isinstance(data, bool):
+            return {"small": data, "large": data}
+        if not isinstance(data, dict):
+            raise _Problem(f"expected an integer or a table {{small = ..., large = ...}}, "
+                           f"got {data!r}")
+        _check_keys(cls, data)
+        return data
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"anyOf": [{"type": "integer", "minimum": 0}, handler(schema)]}
+
+    def at(self, size: int) -> int:
+        """The count for this size; 0 means "use OSU's default"."""
+        return self.large if size > OSU_LARGE_THRESHOLD else self.small
+
+
+class Measure(_Table):
+    """What to measure: operations, algorithms, sizes, process counts and placement."""
+
+    collectives: Annotated[list[CollectiveName], _listify("a collective", str),
+                           AfterValidator(_unique)] = Field(
+        min_length=1, json_schema_extra=_or_single,
+        description="Operations to measure (collectives, and latency/bw point-to-point).")
+    algorithms: Algorithms = Field(
+        default_factory=lambda: [AlgorithmChoice(name=ALL)], json_schema_extra=_algorithms_schema,
+        description='"all", "default", a list applied to every collective, or a table per '
+                    'collective (collectives left out get "default").')
+    sizes: Annotated[list[int], BeforeValidator(expand_sizes),
+                     WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
+                                               {"type": "string"},
+                                               {"type": "array", "items": {
+                                                   "type": ["integer", "string"]}}]})] = Field(
+        default_factory=lambda: expand_sizes("1:1M"),
+        description="Bytes per rank (OSU's count): 65536, '4K', 'MIN:MAX' or a list.")
+    nprocs: Annotated[list[PosInt], _listify("a process count", int),
+                      AfterValidator(_unique)] = Field(
+        min_length=1, json_schema_extra=_or_single, description="Process counts (swept).")
+    map_by: Annotated[list[MapBy], _listify("a mapping", str), AfterValidator(_unique)] = Field(
+        default_factory=lambda: ["core"], min_length=1, json_schema_extra=_or_single,
+        description="mpirun --map-by values (swept).")
+    bind_to: Annotated[list[BindTo], _listify("a binding", str),
+                       AfterValidator(_unique)] = Field(
+        default_factory=lambda: ["core"], min_length=1, json_schema_extra=_or_single,
+        description="mpirun --bind-to values (swept).")
+    iterations: Counts = Field(default_factory=Counts,
+                               description="0 = OSU defaults; an integer; or {small, large}.")
+    warmup: Counts = Field(default_factory=Counts,
+                           description="0 = OSU defaults; an integer; or {small, large}.")
+    check_results: bool = Field(False, alias="validate",
+                                description="Check every result (kernel --validate).")
+    samples: bool = Field(False, description="Keep per-iteration times (kernel --samples).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Measure:
+        # A key for a collective not measured is allowed (collectives can be toggled
+        # without editing the algorithm table), but it must name a collective.
+        for coll in self.algorithms if isinstance(self.algorithms, dict) else ():
+            if coll not in COLLECTIVES:
+                raise _Problem(_not_valid(coll, tuple(COLLECTIVES)), "algorithms", coll)
+        for coll in self.collectives:
+            if coll in POINT_TO_POINT:
+                for i, n in enumerate(self.nprocs):
+                    if n < 2:
+                        raise _Problem(f"{coll} needs at least 2 processes, got {n}",
+                                       "nprocs", i)
+        return self
+
+
+class Mca(_Table):
+    """Open MPI MCA parameters: fixed ones, and swept ones (one launch per value)."""
+
+    fixed: dict[McaName, McaValue] = Field(
+        default_factory=dict, description="Passed to every launch (--mca NAME VALUE).")
+    sweep: dict[McaName, Annotated[list[McaValue], Field(min_length=1),
+                                   AfterValidator(_unique)]] = Field(
+        default_factory=dict, description="Each key: a list of values, one launch each "
+                                          "(cartesian with the other launch dimensions).")
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> Mca:
+        for key in self.sweep:
+            if key in self.fixed:
+                raise _Problem(f"{key!r} is also in mca.fixed; keep one", "sweep", key)
+        return self
+
+
+class Run(_Table):
+    """How to run: backend, repetitions, timeout, order, oversubscription, forcing."""
+
+    backend: Annotated[str, AfterValidator(_one_of(BACKENDS)), _enum(BACKENDS)] = Field(
+        "local", description="Where launches run.")
+    repetitions: PosInt = Field(1, description="Separate launches of everything.")
+    timeout: float = Field(600.0, gt=0, description="Seconds allowed per launch.")
+    order: Annotated[str, AfterValidator(_one_of(ORDERS)), _enum(ORDERS)] = Field(
+        "random", description="random: shuffle launches and blocks inside them (seeded).")
+    seed: NonNegInt | None = Field(None, description="Random seed; chosen and recorded "
+                                                     "in the plan when absent.")
+    oversubscribe: Annotated[Literal["auto"] | bool, BeforeValidator(_auto)] = Field(
+        "auto", description="auto: when nprocs exceeds the cores of this machine.")
+    selection: Annotated[str, AfterValidator(_one_of(SELECTIONS)), _enum(SELECTIONS)] = Field(
+        "auto", description="How algorithms are forced: mpit (switched inside a launch), "
+                            "launch (one launch per algorithm), auto (mpit where possible).")
+
+
+class ExcludeEntry(_Table):
+    """Drop the points (and launches) that match every key given; a list matches any."""
+
+    # Extra keys are mca.sweep keys, checked by Spec (they depend on the sweep).
+    model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": {
+        "type": ["string", "integer", "number", "boolean", "array"]}})
+
+    collective: Annotated[list[CollectiveName], _listify("a collective", str)] | None = _any()
+    algorithm: Annotated[list[Annotated[str | int, BeforeValidator(_name_or_id)]],
+                         _listify("an algorithm name or id", str, int)] | None = _any()
+    segsize: Annotated[list[Size], _listify("a size", str, int)] | None = _any()
+    fanout: Annotated[list[int], _listify("an integer", int)] | None = _any()
+    size: Annotated[list[Size], _listify("a size", str, int)] | None = _any()
+    nprocs: Annotated[list[int], _listify("a process count", int)] | None = _any()
+    map_by: Annotated[list[MapBy], _listify("a mapping", str)] | None = _any()
+    bind_to: Annotated[list[BindTo], _listify("a binding", str)] | None = _any()
+    repetition: Annotated[list[NonNegInt], _listify("a repetition index", int)] | None = _any()
+
+    def criteria(self) -> dict[str, list[Any]]:
+        """Every key given, with its values normalised (sizes in bytes, MCA values as text)."""
+        extra = self.model_extra or {}
+        out: dict[str, list[Any]] = self.model_dump(exclude_none=True, exclude=set(extra))
+        for key, value in extra.items():
+            out[key] = [mca_value(v) for v in (value if isinstance(value, list) else [value])]
+        return out
+
+
+class Spec(_Table):
+    """A collbench campaign: what to measure and how to run it."""
+
+    model_config = ConfigDict(title="collbench campaign spec")
+
+    campaign: Campaign
+    measure: Measure
+    mca: Mca = Field(default_factory=Mca)
+    run: Run = Field(default_factory=Run)
+    zip: list[list[str]] = Field(
+        default_factory=list, description="Groups of launch dimensions (nprocs, map_by, "
+                                          "bind_to, mca.sweep keys) that vary together.")
+    exclude: list[ExcludeEntry] = Field(
+        default_factory=list, description="Points or launches to leave out.")
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Spec:
+        self._check_zip()
+        for i, entry in enumerate(self.exclude):
+            self._check_exclude(i, entry)
+        return self
+
+    def launch_dimensions(self) -> dict[str, list[Any]]:
+        """Values of every launch dimension except repetition, in a fixed order."""
+        m = self.measure
+        return {"nprocs": list(m.nprocs), "map_by": list(m.map_by), "bind_to": list(m.bind_to),
+                **{k: list(v) for k, v in self.mca.sweep.items()}}
+
+    def _check_zip(self) -> None:
+        dims = self.launch_dimensions()
+        seen: set[str] = set()
+        for i, group in enumerate(self.zip):
+            if len(group) < 2:
+                raise _Problem("a zip group needs at least two dimensions", "zip", i)
+            for j, name in enumerate(group):
+                if name not in dims:
+                    raise _Problem(_not_valid(name, list(dims)), "zip", i, j)
+                if name in seen:
+                    raise _Problem(f"{name!r} is zipped twice", "zip", i, j)
+                seen.add(name)
+            first = group[0]
+            for name in group[1:]:
+                if len(dims[name]) != len(dims[first]):
+                    raise _Problem(
+                        f"{first} has {len(dims[first])} values but {name} has "
+                        f"{len(dims[name])}; zipped dimensions need the same number", "zip", i)
+
+    def _check_exclude(self, i: int, entry: ExcludeEntry) -> None:
+        m, sweep = self.measure, self.mca.sweep
+        valid_keys = [*EXCLUDE_KEYS, *sweep]
+        for key, value in (entry.model_extra or {}).items():
+            if key not in sweep:
+                raise _Problem(f"unknown key {key!r}; valid: {', '.join(valid_keys)}"
+                               f"{did_you_mean(key, valid_keys)}", "exclude", i, key)
+            for v in value if isinstance(value, list) else [value]:
+                try:
+                    mca_value(v)
+                except _Problem as e:
+                    raise _Problem(str(e), "exclude", i, key) from None
+        sizes = [*m.sizes, *([0] if "barrier" in m.collectives else [])]
+        allowed: dict[str, list[Any]] = {
+            "collective": list(m.collectives), "nprocs": list(m.nprocs),
+            "map_by": list(m.map_by), "bind_to": list(m.bind_to), "size": sizes,
+            "repetition": list(range(self.run.repetitions)),
+            **{k: list(v) for k, v in sweep.items()},
+        }
+        given = entry.criteria()
+        if not given:
+            raise _Problem("an empty entry would exclude everything", "exclude", i)
+        for key, values in given.items():
+            show: Callable[[Any], str] = format_size if key == "size" else str
+            for v in values:
+                if key in allowed and v not in allowed[key]:
+                    choices = [show(x) for x in allowed[key]]
+                    hint = did_you_mean(v, choices) if isinstance(v, str) else ""
+                    raise _Problem(f"{show(v)} is not measured; valid: {', '.join(choices)}"
+                                   f"{hint}", "exclude", i, key)
+
+
+# --- loading and error formatting -------------------------------------------------------
+
+_MESSAGES: Final = {
+    "missing": "required key is missing",
+    "string_type": "expected a string",
+    "int_type": "expected an integer",
+    "float_type": "expected a number",
+    "bool_type": "expected true or false",
+    "list_type": "expected a list",
+    "dict_type": "expected a table",
+    "model_type": "expected a table",
+}
+
+
+def _path(loc: Sequence[str | int]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not (part.startswith("<") or part == "[key]"):  # union tags, dict-key marker
+            key = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else json.dumps(part)
+            out += f".{key}" if out else key
+    return out
+
+
+def _message(err: ErrorDetails) -> tuple[str, tuple[str | int, ...]]:
+    """(problem, extra path below err['loc']) for one pydantic error."""
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, _Problem):
+        return str(cause), cause.path
+    if isinstance(cause, Exception):
+        return str(cause), ()
+    kind = err["type"]
+    got = "" if kind == "missing" else f", got {err['input']!r}"
+    if kind in _MESSAGES:
+        return _MESSAGES[kind] + got, ()
+    if kind == "too_short":
+        return "must not be empty", ()
+    bounds = {"greater_than_equal": ("at least", "ge"), "greater_than": ("greater than", "gt")}
+    if kind in bounds:
+        words, key = bounds[kind]
+        bound = (err.get("ctx") or {}).get(key)
+        return f"must be {words} {f'{bound:g}' if isinstance(bound, float) else bound}{got}", ()
+    msg = err["msg"].replace("Input should be", "should be")
+    return msg + got, ()
+
+
+def format_validation_error(error: ValidationError, source: str) -> str:
+    """The first problem as `<source>: <key.path>: <problem>`, one line."""
+    errors = error.errors()
+    first = errors[0]
+    problem, below = _message(first)
+    path = _path([*first["loc"], *below])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{source}: {path}: {problem}{more}" if path else f"{source}: {problem}{more}"
+
+
+def _toml_error(error: tomllib.TOMLDecodeError, source: str) -> str:
+    text = str(error)
+    if m := re.search(r"\s*\(at line (\d+), column (\d+)\)$", text):
+        return f"{source}:{m.group(1)}:{m.group(2)}: TOML syntax error: {text[:m.start()]}"
+    return f"{source}: TOML syntax error: {text}"
+
+
+def parse_spec(text: str, source: str) -> Spec:
+    """A validated Spec from TOML text; `source` names the file in error messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(_toml_error(e, source)) from None
+    return spec_from_dict(data, source)
+
+
+def spec_from_dict(data: dict[str, Any], source: str) -> Spec:
+    """A validated Spec from already-parsed data (TOML, or JSON as stored with results)."""
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as e:
+        raise UserError(format_validation_error(e, source)) from None
+
+
+def load_spec(path: Path) -> Spec:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise UserError(f"{path}: cannot read the spec: {reason}") from None
+    return parse_spec(text, str(path))
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """JSON schema of the TOML spec (for editors; docs/spec.schema.json is this)."""
+    schema = Spec.model_json_schema(by_alias=True)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def spec_json_schema_text() -> str:
+    return json.dumps(spec_json_schema(), indent=2) + "\n"
+
+
+if __name__ == "__main__":  # python -m collbench.spec > docs/spec.schema.json
+    sys.stdout.write(spec_json_schema_text())
