@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from collbench.catalog.mpi import MpiInstall
+from collbench.errors import UserError
 from collbench.launch.base import KernelCall, get_backend
 from collbench.plan import Launch, Point
-from collbench.errors import UserError
 
 POINT = Point("bcast", "binomial", 6, 0, 0, 1024, 100, 10)
 
