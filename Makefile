@@ -16,7 +16,7 @@ setup: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/collbench run examples/quickstart.toml -o results/quick --resume
-	$(BIN)/collbench show results/quick --best
+	$(BIN)/collbench compare results/quick --summary
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from collbench.analyse.compare import STATS, compare
-from collbench.analyse.render import FORMATS, render
+from collbench.analyse.render import FORMATS, render, render_summary
 from collbench.store import Store
 
 
@@ -29,6 +29,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("--confidence", type=float, default=0.95,
                    help="confidence level of intervals and tests (default: %(default)s)")
     s.add_argument("--format", choices=FORMATS, default="table")
+    s.add_argument("--summary", action="store_true",
+                   help="only the recommended algorithm per size range of each block")
     s.set_defaults(func=cmd_compare)
 
 
@@ -36,6 +38,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     result = compare(Store(args.results), baseline=args.baseline, stat=args.stat,
                      collective=args.collective, nprocs=args.nprocs,
                      confidence=args.confidence)
+    if args.summary:
+        sys.stdout.write(render_summary(result))
+        return 0
     sys.stdout.write(render(result, args.format))
     if args.format == "csv":  # keep the CSV parseable: notices and warnings go to stderr
         if result.notice:

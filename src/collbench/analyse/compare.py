@@ -399,11 +399,13 @@ def _ranges(best: Sequence[Best]) -> list[WinRange]:
     out: list[WinRange] = []
     for (coll, np_, nodes, ppn, mapping, binding, params), bs in by_context.items():
         ordered = sorted(bs, key=lambda b: b.key[7])
-        for (label, fallback), run_ in groupby(ordered, key=lambda b: (b.recommended,
-                                                                         _fallback(b))):
+        # "baseline is fastest" and "nothing beats the baseline significantly" recommend
+        # the same thing: one range, marked as a fallback if any size in it is one.
+        for label, run_ in groupby(ordered, key=lambda b: b.recommended):
             run = list(run_)
             out.append(WinRange(coll, np_, mapping, params, label, run[0].key[7],
-                                run[-1].key[7], nodes, ppn, binding, fallback))
+                                run[-1].key[7], nodes, ppn, binding,
+                                any(_fallback(b) for b in run)))
     return out
 
 

@@ -55,6 +55,19 @@ def render(c: Comparison, fmt: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def render_summary(c: Comparison) -> str:
+    """The short form: the recommendation per size range of every block, and the warnings."""
+    out = _header(c, md=False)
+    titles = list(dict.fromkeys(_range_title(r) for r in c.ranges))
+    for title in titles:
+        out.append(f"{title}: " + format_ranges([r for r in c.ranges
+                                                 if _range_title(r) == title]))
+    if c.warnings:
+        out += ["", f"{len(c.warnings)} stability warnings: `collbench compare` lists them "
+                "with what to do"]
+    return "\n".join(out).rstrip() + "\n"
+
+
 def format_ranges(ranges: Sequence[WinRange]) -> str:
     """'1–8K binomial, 16K–1M pipeline, 2M default: baseline (no significant difference)'."""
     parts = []
