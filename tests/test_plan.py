@@ -166,10 +166,12 @@ def test_mpit_selection_refuses_read_only_collectives() -> None:
 def test_mpich_forces_algorithms_with_environment() -> None:
     plan = make('collectives = "bcast"\nnprocs = 2\nsizes = 4\n'
                 'algorithms = ["default", "binomial", "tree"]', SEQ, catalog=MPICH)
+    strict = (("MPIR_CVAR_COLLECTIVE_FALLBACK", "error"),
+              ("MPIR_CVAR_DEVICE_COLLECTIVES", "none"))
     assert [(la.selection, la.env, la.mca) for la in plan.launches] == [
         ("none", (), ()),
-        ("launch", (("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "binomial"),), ()),
-        ("launch", (("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "tree"),), ())]
+        ("launch", (("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "binomial"), *strict), ()),
+        ("launch", (("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "tree"), *strict), ())]
     point = plan.launches[1].points[0]
     assert point.algorithm_id is None and point.job_line() == "bcast 0 0 0 4 1000 100"
     # "all" means every algorithm of the table, each in its own launch
@@ -337,10 +339,11 @@ def test_estimate_is_a_rough_positive_model() -> None:
 def test_quickstart_is_quick(real_catalog: Catalog) -> None:
     path = ROOT / "examples" / "quickstart.toml"
     plan = make_plan(load_spec(path), real_catalog, str(path), cores=2)
-    assert [la.selection for la in plan.launches] == ["mpit", "mpit"]
+    assert {la.selection for la in plan.launches} == {"mpit"}
+    assert len(plan.launches) == 2 * 6  # two process counts, six repetitions
     assert {p.collective for p in plan.launches[0].points} == {"bcast", "gather", "scatter",
                                                                 "allreduce"}
-    assert plan.estimate_seconds() < 60
+    assert plan.estimate_seconds() < 180  # "a few minutes" on this 2-core machine
 
 
 def test_documented_example_plans() -> None:

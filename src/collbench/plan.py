@@ -313,7 +313,10 @@ def _forcing(selection: str, block: _Block, catalog: Catalog,
         return mca, {}
     cvar = COLLECTIVES[coll].mpich_cvar
     if catalog.implementation == "mpich" and cvar:
-        return {}, {cvar: v.algorithm.name}
+        # Without these, the ch4 device may override the choice, and an algorithm that
+        # cannot run silently falls back to another one, recorded under the wrong name.
+        return {}, {cvar: v.algorithm.name, "MPIR_CVAR_DEVICE_COLLECTIVES": "none",
+                    "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
     raise UserError(f"{source}: measure.algorithms: collbench cannot force {coll} algorithms "
                     f"of {catalog.implementation} {catalog.version}; use 'default'")
 
