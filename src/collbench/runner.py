@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import signal
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
 from collbench.launch.base import Backend, KernelCall, LaunchOutcome
 from collbench.plan import Launch, Plan
 from collbench.progress import Progress
@@ -77,15 +77,10 @@ def read_kernel_output(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-# Settings that only force the algorithm: the algorithm and selection columns say that.
-_FORCING = re.compile(r"^(coll_tuned_use_dynamic_rules|coll_tuned_\w+_algorithm\w*|"
-                      r"MPIR_CVAR_\w+_INTRA_ALGORITHM)$")
-
-
 def launch_params(launch: Launch) -> str:
     """The params column: the user's MCA settings and environment, without forcing keys."""
-    mca = {k: v for k, v in launch.mca if not _FORCING.match(k)}
-    env = {k: v for k, v in launch.env if not _FORCING.match(k)}
+    mca = {k: v for k, v in launch.mca if not is_forcing_mca(k)}
+    env = {k: v for k, v in launch.env if not is_forcing_env(k)}
     return json.dumps({"mca": mca, "env": env, "swept": dict(launch.swept)}, sort_keys=True)
 
 

@@ -8,7 +8,6 @@ baseline is compared within the same context and size. Methods: docs/statistics.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import groupby
@@ -16,6 +15,7 @@ from typing import Any, Final
 
 from collbench.analyse import stability
 from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median, median_ci
+from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
 from collbench.errors import UserError, choice_error, did_you_mean
 from collbench.store import Store
 
@@ -28,9 +28,6 @@ _ROW_COLUMNS: Final = ("collective", "nprocs", "nodes", "ppn", "mapping", "bindi
                        "median_us", "error")
 # Launch parameters that only force the algorithm (the algorithm columns already say which):
 # dropped from `params` so that forced launches and the default share one context.
-_FORCING_MCA: Final = re.compile(r"coll_tuned_(use_dynamic_rules|\w+_algorithm(_\w+)?)")
-_FORCING_ENV: Final = re.compile(
-    r"OMPI_MCA_coll_tuned_(use_dynamic_rules|\w+_algorithm(_\w+)?)|MPIR_CVAR_\w+_ALGORITHM")
 
 Context = tuple[str, int, int | None, int | None, str | None, str | None, str | None]
 SizeKey = tuple[str, int, int | None, int | None, str | None, str | None, str | None, int]
@@ -262,8 +259,8 @@ def _context_params(params: str | None) -> str | None:
         return params
     if not isinstance(data, dict):
         return params
-    mca = {k: v for k, v in (data.get("mca") or {}).items() if not _FORCING_MCA.fullmatch(k)}
-    env = {k: v for k, v in (data.get("env") or {}).items() if not _FORCING_ENV.fullmatch(k)}
+    mca = {k: v for k, v in (data.get("mca") or {}).items() if not is_forcing_mca(k)}
+    env = {k: v for k, v in (data.get("env") or {}).items() if not is_forcing_env(k)}
     rest = {k: v for k, v in data.items() if k not in ("mca", "env") and v}
     kept = dict(rest, **({"mca": mca} if mca else {}), **({"env": env} if env else {}))
     return json.dumps(kept, sort_keys=True) if kept else None
