@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup system-deps run test lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,11 +14,15 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# Debian packages for the whole test suite (Chromium, SimGrid, Slurm); `make run` needs none.
+system-deps:
+	bash scripts/system-deps.sh
+
 run: $(STAMP)
 	$(BIN)/collbench run examples/quickstart.toml -o results/quick --resume
 	$(BIN)/collbench compare results/quick --summary
 
-test: $(STAMP)
+test: $(STAMP) system-deps
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest -q
