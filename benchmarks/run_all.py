@@ -1,38 +1,56 @@
-"""Run every benchmark and write docs/performance.md (`make bench`)."""
+"""Run benchmarks and write their sections of docs/performance.md (`make bench`).
+
+`python benchmarks/run_all.py` runs every benchmarks/bench_*.py; `... run_all.py NAME ...`
+runs only those (e.g. `osu_compare`). Each module's main() returns a Markdown section that
+replaces only its own marked part of the document, so one benchmark can be rerun alone.
+"""
 
 from __future__ import annotations
 
 import datetime
+import importlib
 import os
 import platform
+import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+DOC = HERE.parent / "docs" / "performance.md"
+HEADER = """# Performance figures
 
-import bench_osu_compare  # noqa: E402
-import bench_sweep_modes  # noqa: E402
+Every figure below comes from a script in `benchmarks/`; the command that produced it is
+given with it. Rerun them all with `make bench`, or one with
+`python benchmarks/run_all.py NAME` (e.g. `osu_compare`). The machine: 2 cores, so figures
+at more ranks than cores are oversubscribed and say so.
+"""
 
-from collbench.catalog.mpi import find_mpi  # noqa: E402
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+def _section(name: str, body: str) -> str:
+    from collbench.catalog.mpi import find_mpi
 
-
-def main() -> None:
     mpi = find_mpi()
-    head = [
-        "# Performance figures",
-        "",
-        f"Written by `make bench` (`python benchmarks/run_all.py`) on "
-        f"{datetime.date.today()}: {platform.node()}, {os.cpu_count()} cores, "
-        f"{mpi.implementation} {mpi.version}, Python {platform.python_version()}.",
-        "Timings at 2 ranks on a 2-core machine; no oversubscription in these figures.",
-        "",
-    ]
-    sections = [bench_osu_compare.main(), bench_sweep_modes.main()]
-    DOC.write_text("\n".join(head) + "\n\n".join(sections) + "\n")
-    print(DOC.read_text())
+    stamp = (f"_Measured {datetime.date.today()} on {platform.node()} ({os.cpu_count()} cores, "
+             f"{mpi.implementation} {mpi.version}, Python {platform.python_version()})._")
+    return f"<!-- bench:{name} -->\n{body.rstrip()}\n\n{stamp}\n<!-- /bench:{name} -->"
+
+
+def main(argv: list[str]) -> None:
+    names = argv or sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
+    doc = DOC.read_text() if DOC.exists() else HEADER
+    for name in names:
+        module = importlib.import_module(f"bench_{name}")
+        print(f"== {name}", flush=True)
+        section = _section(name, module.main())
+        print(section, flush=True)
+        pattern = re.compile(rf"<!-- bench:{name} -->.*?<!-- /bench:{name} -->", re.S)
+        if pattern.search(doc):
+            doc = pattern.sub(lambda _: section, doc)
+        else:
+            doc = doc.rstrip() + "\n\n" + section + "\n"
+        DOC.write_text(doc)  # after each benchmark: a later failure keeps what finished
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
