@@ -45,8 +45,9 @@ def main(argv: list[str]) -> None:
         section = _section(name, module.main())
         print(section, flush=True)
         pattern = re.compile(rf"<!-- bench:{name} -->.*?<!-- /bench:{name} -->", re.S)
-        if pattern.search(doc):
-            doc = pattern.sub(lambda _: section, doc)
+        found = pattern.search(doc)
+        if found:
+            doc = doc[:found.start()] + section + doc[found.end():]
         else:
             doc = doc.rstrip() + "\n\n" + section + "\n"
         DOC.write_text(doc)  # after each benchmark: a later failure keeps what finished
