@@ -164,3 +164,13 @@ def test_killed_run_loses_nothing_and_resume_completes(tmp_path: Path,
     assert all(after[name] == body for name, body in stored.items())  # not rerun
     rows = points(out)
     assert len(rows) == len(set(rows)) == 6 * 5 * 7
+
+
+def test_resume_refuses_another_mpi(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec, out = write_spec(tmp_path, nprocs="[2]"), tmp_path / "res"
+    assert main(["run", str(spec), "-o", str(out)]) == 0
+    prov = json.loads((out / "provenance.json").read_text())
+    prov["mpi"]["version"] = "4.1.6"
+    (out / "provenance.json").write_text(json.dumps(prov))
+    assert main(["run", str(spec), "-o", str(out), "--resume"]) == 2
+    assert "was run with openmpi 4.1.6" in capsys.readouterr().err

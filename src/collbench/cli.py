@@ -117,6 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if stored.model_dump(mode="json") != spec.model_dump(mode="json"):
             raise UserError(f"{args.spec}: differs from the spec stored in {args.output}; "
                             "resume needs the same spec (use another -o folder for a new one)")
+        _same_mpi(store, mpi, args.output)
         plan = Plan.from_json(store.plan())
         if args.retry_failed:
             store.forget(lid for lid, st in store.finished().items() if st != "ok")
@@ -146,6 +147,20 @@ def cmd_run(args: argparse.Namespace) -> int:
               "and rerun with --resume --retry-failed", file=sys.stderr)
         return 1
     return 0
+
+
+def _same_mpi(store: Any, mpi: Any, where: Path) -> None:
+    """Resuming with another MPI would mix two MPIs' numbers in one campaign."""
+    try:
+        stored = json.loads((store.root / "provenance.json").read_text())["mpi"]
+    except (OSError, ValueError, KeyError):
+        return
+    was = (stored.get("implementation"), stored.get("version"), stored.get("mpicc"))
+    now = (mpi.implementation, mpi.version, str(mpi.mpicc))
+    if was != now:
+        raise UserError(f"{where}: was run with {was[0]} {was[1]} ({was[2]}), not {now[0]} "
+                        f"{now[1]} ({now[2]}); resume with the same MPI (--mpi) or use "
+                        "another -o folder")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
