@@ -269,9 +269,11 @@ def parser() -> argparse.ArgumentParser:
 
     from collbench.analyse.cli import add_parser as add_compare
     from collbench.ingest.cli import add_parser as add_ingest
+    from collbench.study.cli import add_parser as add_study
 
     add_compare(sub)
     add_ingest(sub)
+    add_study(sub)
 
     s = sub.add_parser("schema", help="print the JSON schema of campaign specs")
     s.set_defaults(func=cmd_schema)

@@ -250,7 +250,7 @@ def _explain_empty(store: Store, con: Any, collective: str | None, nprocs: int |
                     f"{', '.join(map(str, counts))}")
 
 
-def _context_params(params: str | None) -> str | None:
+def context_params(params: str | None) -> str | None:
     if not params:
         return None
     try:
@@ -270,7 +270,7 @@ def _group(rows: Sequence[dict[str, Any]]) -> dict[PointKey, list[dict[str, Any]
     out: dict[PointKey, list[dict[str, Any]]] = {}
     for r in rows:
         key: PointKey = (str(r["collective"]), int(r["nprocs"] or 0), r["nodes"], r["ppn"],
-                         r["mapping"], r["binding"], _context_params(r["params"]),
+                         r["mapping"], r["binding"], context_params(r["params"]),
                          str(r["algorithm"]), int(r["segsize"] or 0), int(r["fanout"] or 0),
                          int(r["size_bytes"] or 0))
         out.setdefault(key, []).append(r)

@@ -43,9 +43,9 @@ def render(c: Comparison, fmt: str) -> str:
         bests = [best[k] for k in dict.fromkeys(p.size_key for p in pts)]
         ranges = [r for r in c.ranges if _range_title(r) == title]
         out += [f"## {title}" if md else f"# {title}", "",
-                _table(rows, _point_columns(c), md), "",
+                text_or_markdown_table(rows, _point_columns(c), md), "",
                 "Best per size:" if md else "best per size:", "",
-                _table([_best_row(c, b) for b in bests], _BEST_COLUMNS, md), "",
+                text_or_markdown_table([_best_row(c, b) for b in bests], _BEST_COLUMNS, md), "",
                 ("Winners: " if md else "winners: ") + format_ranges(ranges), "", ""]
     if c.warnings:
         out.append("## Warnings\n" if md else "warnings:")
@@ -128,11 +128,11 @@ def _point_row(c: Comparison, p: PointStat, r: RatioStat | None) -> dict[str, An
     base = p.label == c.baseline
     return {
         "size": format_size(p.size_bytes), "algorithm": p.label, "n": p.n,
-        c.stat: _num(p.value),
-        "CI": _interval(p.ci_low, p.ci_high, p.ci_coverage, c.confidence),
-        "ratio": "1" if base else _num(r.ratio if r else None),
-        "ratio CI": _interval(r.ci_low, r.ci_high, r.ci_coverage, c.confidence) if r else "-",
-        "p": _p(r.p_value if r else None),
+        c.stat: fmt_num(p.value),
+        "CI": fmt_interval(p.ci_low, p.ci_high, p.ci_coverage, c.confidence),
+        "ratio": "1" if base else fmt_num(r.ratio if r else None),
+        "ratio CI": fmt_interval(r.ci_low, r.ci_high, r.ci_coverage, c.confidence) if r else "-",
+        "p": fmt_p(r.p_value if r else None),
         "verdict": "baseline" if base else _verdict(r),
     }
 
@@ -140,8 +140,8 @@ def _point_row(c: Comparison, p: PointStat, r: RatioStat | None) -> dict[str, An
 def _best_row(c: Comparison, b: Best) -> dict[str, Any]:
     ratio = next((r for r in c.ratios if r.point is b.winner), None)
     return {
-        "size": format_size(b.key[7]), "fastest": b.winner.label, "value": _num(b.winner.value),
-        "ratio": _num(b.ratio), "p": _p(ratio.p_value if ratio else None),
+        "size": format_size(b.key[7]), "fastest": b.winner.label, "value": fmt_num(b.winner.value),
+        "ratio": fmt_num(b.ratio), "p": fmt_p(ratio.p_value if ratio else None),
         "recommended": b.recommended, "note": b.note or "-",
     }
 
@@ -179,25 +179,25 @@ def _csv_rows(c: Comparison) -> list[dict[str, Any]]:
     return rows
 
 
-def _num(v: float | None) -> str:
+def fmt_num(v: float | None) -> str:
     if v is None:
         return "-"
     return f"{v:.3g}" if abs(v) < 1 else f"{v:.2f}" if abs(v) < 1e5 else f"{v:.4g}"
 
 
-def _p(v: float | None) -> str:
+def fmt_p(v: float | None) -> str:
     return "-" if v is None else f"{v:.2g}"
 
 
-def _interval(low: float | None, high: float | None, coverage: float | None,
+def fmt_interval(low: float | None, high: float | None, coverage: float | None,
               confidence: float) -> str:
     if low is None or high is None:
         return "-"
     short = coverage is not None and coverage < confidence - 1e-9
-    return f"[{_num(low)}, {_num(high)}]{SHORT_COVERAGE if short else ''}"
+    return f"[{fmt_num(low)}, {fmt_num(high)}]{SHORT_COVERAGE if short else ''}"
 
 
-def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], md: bool) -> str:
+def text_or_markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], md: bool) -> str:
     cells = [[str(r.get(col, "-")) for col in columns] for r in rows]
     if md:
         lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]

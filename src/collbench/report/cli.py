@@ -1,0 +1,45 @@
+"""The `collbench report` subcommand (the main parser registers it with add_parser)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from collbench.analyse.compare import STATS
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    s = sub.add_parser(
+        "report", help="figures, tables and one self-contained HTML page of a results folder",
+        description="Write OUT/index.html (one page, figures embedded, no network needed), "
+                    "OUT/figures/*.png|svg and OUT/tables/*.md|csv: latency per size, ratios "
+                    "to a baseline with significance, spread over repetitions, scaling with "
+                    "the process count, recommendations, stability warnings and provenance. "
+                    "The statistics are those of `collbench compare` (docs/statistics.md).")
+    s.add_argument("results", type=Path, help="results folder")
+    s.add_argument("-o", "--output", type=Path, required=True,
+                   help="report folder (created; an earlier report there is replaced)")
+    s.add_argument("--baseline", default="default",
+                   help="algorithm label to compare against (default: %(default)s)")
+    s.add_argument("--stat", choices=tuple(STATS), default="avg",
+                   help="column compared: avg_us (OSU's), median_us, min_us or max_us "
+                        "(default: %(default)s)")
+    s.add_argument("--collective", help="only this collective")
+    s.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence level of intervals and tests (default: %(default)s)")
+    s.add_argument("--format", choices=("png", "svg", "both"), default="png",
+                   help="figure files to write; the page embeds PNG when written, else SVG "
+                        "(default: %(default)s)")
+    s.set_defaults(func=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    # Imported here: matplotlib takes a moment to load, other commands should not wait.
+    from collbench.report.build import Options, build_report
+
+    written = build_report(args.results, args.output, Options(
+        baseline=args.baseline, stat=args.stat, collective=args.collective,
+        confidence=args.confidence, fmt=args.format))
+    print(f"wrote {written.index} ({len(written.figures)} figure files, "
+          f"{len(written.tables)} table files)")
+    return 0
