@@ -269,10 +269,12 @@ def parser() -> argparse.ArgumentParser:
 
     from collbench.analyse.cli import add_parser as add_compare
     from collbench.ingest.cli import add_parser as add_ingest
+    from collbench.report.cli import add_parser as add_report
     from collbench.study.cli import add_parser as add_study
 
     add_compare(sub)
     add_ingest(sub)
+    add_report(sub)
     add_study(sub)
 
     s = sub.add_parser("schema", help="print the JSON schema of campaign specs")
