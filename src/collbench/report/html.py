@@ -1,8 +1,8 @@
 """One self-contained HTML page: inline CSS, figures as data URIs, no script, no network.
 
-The page model below holds plain strings (build.py fills it from the statistics); every
-one of them is escaped here, since campaign, algorithm and parameter names come from the
-data and may contain anything.
+The page model below holds plain strings (sections.py, tables.py and summary.py fill it
+from the statistics); every one of them is escaped here, since campaign, algorithm and
+parameter names come from the data and may contain anything.
 """
 
 from __future__ import annotations

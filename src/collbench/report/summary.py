@@ -1,0 +1,75 @@
+"""The page's key-value parts: the campaign summary, notices and provenance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from collbench.analyse import Comparison
+from collbench.report.data import Counts, ReportData, last_launch
+
+
+def notices(comp: Comparison | None, counts: Counts) -> list[str]:
+    if comp is None:
+        bad = ", ".join(f"{s} {n}" for s, n in sorted(_by_status(counts).items()))
+        return [f"No point was measured successfully (points by status: {bad}): there is "
+                "nothing to compare. See `collbench show` for the errors, then rerun with "
+                "`collbench run --resume --retry-failed`."]
+    return [comp.notice] if comp.notice else []
+
+
+def summary(d: ReportData) -> list[tuple[str, str]]:
+    mpi = d.provenance.get("mpi") or {}
+    rows = [("campaign", str(d.campaign.get("name", "-"))),
+            ("description", str(d.campaign.get("description") or "")),
+            ("MPI", f"{mpi.get('implementation', '-')} {mpi.get('version', '')}".strip()),
+            ("host", str(d.provenance.get("host", "-"))),
+            ("started", str(d.provenance.get("created", "-"))),
+            ("last launch stored", last_launch(d.results)),
+            ("launches", str(d.launches)),
+            ("rows by status", ", ".join(f"{s} {n}" for s, n in
+                                         sorted(_by_status(d.counts).items())))]
+    if d.comp is not None:
+        c = d.comp
+        rows += [("points compared", str(len(c.points))),
+                 ("repetitions", f"up to {c.repetitions} per point"),
+                 ("statistic compared", f"{c.stat}: median over repetitions"),
+                 ("baseline", c.baseline),
+                 ("confidence", f"{c.confidence:.0%} (intervals; significance at p < "
+                                f"{1 - c.confidence:.3g}, Holm per size)")]
+    rows.append(("raw samples", f"{d.samples:,}" if d.samples else "none stored"))
+    return [(k, v) for k, v in rows if v]  # empty values would be blank rows
+
+
+def provenance(campaign: dict[str, Any], prov: dict[str, Any],
+               results: Path) -> list[tuple[str, str]]:
+    mpi = prov.get("mpi") or {}
+    kernel = prov.get("kernel") or {}
+    rows = [("results folder", str(results)), ("host", prov.get("host")),
+            ("CPU", prov.get("cpu_model")), ("cores", prov.get("cores")),
+            ("sockets", prov.get("sockets")), ("OS", prov.get("os")),
+            ("Python", prov.get("python")),
+            ("collbench", prov.get("collbench_version") or campaign.get("collbench_version")),
+            ("campaign seed", campaign.get("seed")), ("backend", campaign.get("backend")),
+            ("spec", campaign.get("spec_source"))]
+    first = ("implementation", "version")  # then the paths, alphabetically
+    rows += [(f"MPI {k}", v) for k, v in
+             sorted(mpi.items(), key=lambda kv: (kv[0] not in first, first.index(kv[0])
+                                                 if kv[0] in first else 0, kv[0]))]
+    rows += [(f"kernel {k}", v) for k, v in sorted(kernel.items())]
+    if (results / "ompi_info.txt").exists():
+        rows.append(("MPI parameter dump", "ompi_info.txt in the results folder"))
+    return [(k, _text(v)) for k, v in rows if v not in (None, "", {}, [])]
+
+
+def _by_status(counts: Counts) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for (_, status), n in counts.items():
+        out[status] = out.get(status, 0) + n
+    return out
+
+
+def _text(v: Any) -> str:
+    # Provenance values may be nested (lists, dicts): JSON keeps them readable and stable.
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
