@@ -22,7 +22,13 @@ run: $(STAMP)
 	$(BIN)/collbench run examples/quickstart.toml -o results/quick --resume
 	$(BIN)/collbench compare results/quick --summary
 
-test: $(STAMP) system-deps
+# MPICH (PyPI wheel) in its own prefix: its mpicc would clash with Open MPI's in .venv.
+.venv-mpich/.installed:
+	$(PYTHON) -m venv .venv-mpich
+	.venv-mpich/bin/pip install -q mpich
+	touch $@
+
+test: $(STAMP) system-deps .venv-mpich/.installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest -q
@@ -31,4 +37,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build results
+	rm -rf $(VENV) .venv-mpich build results

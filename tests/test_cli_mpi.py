@@ -87,8 +87,9 @@ def test_unknown_algorithm_rejected_before_anything_runs(
     assert "Traceback" not in err and not out.exists()
 
 
-def _kernel_alive() -> bool:
-    out = subprocess.run(["pgrep", "-f", "collbench_kernel"], capture_output=True, text=True)
+def _kernel_alive(results: Path) -> bool:
+    # Only this campaign's kernels: their job files live under the results folder.
+    out = subprocess.run(["pgrep", "-f", str(results)], capture_output=True, text=True)
     return bool(out.stdout.strip())
 
 
@@ -102,7 +103,7 @@ def test_hung_launch_is_killed_by_its_timeout(tmp_path: Path) -> None:
         "SELECT status, count(*) FROM measurements GROUP BY 1 ORDER BY 1").fetchall()
     assert statuses == [("ok", 1), ("timeout", 8)]
     time.sleep(1)
-    assert not _kernel_alive()
+    assert not _kernel_alive(out)
 
 
 def test_crashing_launch_is_recorded_failed(tmp_path: Path) -> None:

@@ -1,10 +1,10 @@
 """Proof that --mpit (MPI_T write + MPI_Comm_dup) runs the algorithm launch-time --mca runs.
 
-An LD_PRELOAD shim (algtrace.c) logs every ompi_coll_tuned_<coll>_intra_do_this call:
-algorithm id, fan-in/out and segment size, on MPI_COMM_WORLD ("W") or on another
-communicator ("D"), plus a "DUP" line per MPI_Comm_dup. The kernel dups once per new
-configuration under --mpit (once per launch without it), so the D lines after the k-th
-DUP are the calls made while measuring the k-th configuration.
+The algtrace LD_PRELOAD library (collbench/tune/algtrace.c) counts every
+ompi_coll_tuned_<coll>_intra_do_this call by algorithm id, fan-in/out and segment size, on
+MPI_COMM_WORLD or on another communicator, and by epoch (MPI_Comm_dup calls so far). The
+kernel dups once per new configuration under --mpit (once per launch without it), so the
+other-communicator calls of epoch k are those made while measuring the k-th configuration.
 
 * One --mpit launch measures every algorithm of every coll/tuned collective, without
   `--mca coll_tuned_use_dynamic_rules 1`: the kernel turns dynamic rules on through MPI_T.
@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from collbench.kernel.build import KernelBinary
+from collbench.tune.shim import build_shim, read_traces
 from tests.conftest import KernelRun, kernel_runner, mpi_tool
 
 pytestmark = pytest.mark.mpi
@@ -70,18 +71,17 @@ def ompi_algorithms() -> dict[str, list[int]]:
 
 
 def read_trace(prefix: Path) -> list[list[Call]]:
-    lines = [Path(f"{prefix}.{rank}").read_text().splitlines() for rank in range(NPROCS)]
+    traces = read_traces(prefix, range(NPROCS))
+    assert len(traces) == NPROCS
     # Every rank ran the same algorithms. (faninout and segsize may differ: coll/tuned
     # passes uninitialised values for collectives without such cvars, e.g. barrier.)
-    assert len({tuple(" ".join(x.split()[:3]) for x in rank) for rank in lines}) == 1
-    segments: list[list[Call]] = []
-    for line in lines[0]:
-        if line == "DUP":
-            segments.append([])
-            continue
-        where, coll, alg, fan, seg = line.split()
-        if where == "D" and segments:
-            segments[-1].append((coll, int(alg), int(fan), int(seg)))
+    assert len({frozenset((c.epoch, c.world, c.collective, c.algorithm) for c in t.calls)
+                for t in traces}) == 1
+    rank0 = traces[0]
+    segments: list[list[Call]] = [[] for _ in range(rank0.dups)]
+    for c in rank0.calls:
+        if not c.world and c.epoch >= 1:
+            segments[c.epoch - 1].append((c.collective, c.algorithm, c.faninout, c.segsize))
     return segments
 
 
@@ -99,11 +99,7 @@ def algorithms() -> dict[str, list[int]]:
 
 @pytest.fixture(scope="module")
 def shim(mpicc: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("shim") / "libalgtrace.so"
-    src = Path(__file__).with_name("algtrace.c")
-    subprocess.run([str(mpicc), "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-o", str(out),
-                    str(src), "-ldl"], check=True, capture_output=True, text=True)
-    return out
+    return build_shim(mpicc, cache_dir=tmp_path_factory.mktemp("shim"))
 
 
 def traced_run(kernel: KernelBinary, shim: Path, workdir: Path, jobs: str, *flags: str,

@@ -1,57 +1,121 @@
 /*
- * LD_PRELOAD shim for tests: logs which coll/tuned algorithm Open MPI runs.
+ * algtrace: an LD_PRELOAD library that records which coll/tuned algorithm Open MPI runs.
  *
- * libmpi calls ompi_coll_tuned_<coll>_intra_do_this through its PLT whenever an algorithm
- * is forced (or picked by a rules file), so a preloaded function of the same name sees
- * the algorithm id, fan-in/out and segment size, then forwards to the real one.
- * Signatures follow Open MPI v5.0.x (coll_tuned.h, coll_base_functions.h *_ARGS):
- * the collective's arguments, the communicator, the module, then algorithm, faninout,
- * segsize (+ max_requests for alltoall and reduce; alltoallv has the algorithm only).
- * Pointers are opaque here; only the argument count and int/pointer classes matter.
+ * libmpi calls ompi_coll_tuned_<coll>_intra_do_this through its PLT whenever coll/tuned
+ * has decided (forced by MCA or MPI_T, picked by a dynamic rules file, or by the fixed
+ * decision rules), so a preloaded function of the same name sees the algorithm id,
+ * fan-in/out and segment size it receives, then forwards to the real one. Signatures follow
+ * Open MPI v4.1/v5.0 (coll_tuned.h, coll_base_functions.h *_ARGS): the collective's
+ * arguments, the communicator, the module, then algorithm, faninout, segsize (+ max
+ * requests for alltoall and reduce; alltoallv has the algorithm only).
  *
- * Each rank appends lines to $COLLBENCH_ALGTRACE.<rank>:
- *   "<W|D> coll algorithm faninout segsize"  W: on MPI_COMM_WORLD, D: on another comm
- *   "DUP"                                     each MPI_Comm_dup (the kernel's measured comm)
- * Open MPI's fixed decisions call do_this too, so default choices are logged as well.
+ * Every call is counted in memory, keyed by (epoch, communicator, collective, bytes,
+ * algorithm, faninout, segsize); the epoch is the number of MPI_Comm_dup calls so far (the
+ * collbench kernel measures on a dup, one per configuration under --mpit). "bytes" is the
+ * message size as Open MPI's dynamic rules count it (coll_tuned_decision_dynamic.c).
+ * At MPI_Finalize each rank writes $COLLBENCH_ALGTRACE.<rank>:
+ *   "<epoch> <W|D> <coll> <bytes> <alg> <faninout> <segsize> <calls>"   W: MPI_COMM_WORLD
+ *   "DUPS <n>"                                                          D: another comm
+ * faninout/segsize are not initialised by Open MPI for collectives without such cvars
+ * (barrier, ...): compare them only where they mean something.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef void *P;
 
-static void log_line(const char *line)
+#define MAX_RECORDS 8192
+
+struct record {
+    int epoch;
+    char where;
+    const char *coll;
+    long long bytes;
+    int alg, fan, seg;
+    long long calls;
+};
+
+static struct record records[MAX_RECORDS];
+static int nrecords;
+static long long dropped;
+static int epoch;
+static int written;
+
+static void count(P comm, const char *coll, long long bytes, int alg, int fan, int seg)
+{
+    char where = comm == (P)MPI_COMM_WORLD ? 'W' : 'D';
+    for (int i = nrecords - 1; i >= 0 && records[i].epoch == epoch; i--) {
+        struct record *r = &records[i];
+        if (r->where == where && r->coll == coll && r->bytes == bytes && r->alg == alg &&
+            r->fan == fan && r->seg == seg) {
+            r->calls++;
+            return;
+        }
+    }
+    if (nrecords == MAX_RECORDS) {
+        dropped++;
+        return;
+    }
+    records[nrecords++] = (struct record){epoch, where, coll, bytes, alg, fan, seg, 1};
+}
+
+static void write_trace(int rank)
 {
     const char *path = getenv("COLLBENCH_ALGTRACE");
-    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
     char name[4096];
     FILE *f;
-    if (!path)
+    if (!path || written)
         return;
-    snprintf(name, sizeof name, "%s.%s", path, rank ? rank : "unknown");
-    f = fopen(name, "a");
+    written = 1;
+    snprintf(name, sizeof name, "%s.%d", path, rank);
+    f = fopen(name, "w");
     if (!f)
         return;
-    fprintf(f, "%s\n", line);
+    for (int i = 0; i < nrecords; i++) {
+        struct record *r = &records[i];
+        fprintf(f, "%d %c %s %lld %d %d %d %lld\n", r->epoch, r->where, r->coll, r->bytes,
+                r->alg, r->fan, r->seg, r->calls);
+    }
+    fprintf(f, "DUPS %d\n", epoch);
+    if (dropped)
+        fprintf(f, "DROPPED %lld\n", dropped);
     fclose(f);
 }
 
-static void trace_comm(P comm, const char *coll, int alg, int faninout, int segsize)
+static void write_at_exit(void)
 {
-    char line[128];
-    snprintf(line, sizeof line, "%c %s %d %d %d", comm == (P)MPI_COMM_WORLD ? 'W' : 'D', coll,
-             alg, faninout, segsize);
-    log_line(line);
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    write_trace(rank ? atoi(rank) : -1);
 }
 
-#define trace(coll, a, f, s) trace_comm(c, coll, a, f, s)
+int MPI_Init(int *argc, char ***argv)
+{
+    atexit(write_at_exit);
+    return PMPI_Init(argc, argv);
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    atexit(write_at_exit);
+    return PMPI_Init_thread(argc, argv, required, provided);
+}
+
+int MPI_Finalize(void)
+{
+    int rank = -1;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    write_trace(rank);
+    return PMPI_Finalize();
+}
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     int rc = PMPI_Comm_dup(comm, newcomm);
-    log_line("DUP");
+    epoch++;
     return rc;
 }
 
@@ -65,6 +129,28 @@ static void *next_symbol(const char *name)
     return f;
 }
 
+static long long tsize(P dt)
+{
+    int s = 0;
+    PMPI_Type_size((MPI_Datatype)dt, &s);
+    return s;
+}
+
+static long long csize(P comm)
+{
+    int n = 0;
+    PMPI_Comm_size((MPI_Comm)comm, &n);
+    return n;
+}
+
+static long long sum(P counts, P comm)
+{
+    long long total = 0, n = csize(comm);
+    for (long long i = 0; i < n; i++)
+        total += ((const int *)counts)[i];
+    return total;
+}
+
 #define FORWARD(type, name) \
     static type real; \
     if (!real) \
@@ -75,7 +161,7 @@ int ompi_coll_tuned_bcast_intra_do_this(P b, int n, P dt, int root, P c, P m, in
                                         int s)
 {
     FORWARD(bcast_fn, "ompi_coll_tuned_bcast_intra_do_this");
-    trace("bcast", a, f, s);
+    count(c, "bcast", n * tsize(dt), a, f, s);
     return real(b, n, dt, root, c, m, a, f, s);
 }
 
@@ -84,7 +170,7 @@ int ompi_coll_tuned_allgather_intra_do_this(P sb, int sn, P sd, P rb, int rn, P 
                                             int a, int f, int s)
 {
     FORWARD(allgather_fn, "ompi_coll_tuned_allgather_intra_do_this");
-    trace("allgather", a, f, s);
+    count(c, "allgather", sn * tsize(sd) * csize(c), a, f, s);
     return real(sb, sn, sd, rb, rn, rd, c, m, a, f, s);
 }
 
@@ -93,7 +179,7 @@ int ompi_coll_tuned_allgatherv_intra_do_this(P sb, int sn, P sd, P rb, P rn, P d
                                              P m, int a, int f, int s)
 {
     FORWARD(allgatherv_fn, "ompi_coll_tuned_allgatherv_intra_do_this");
-    trace("allgatherv", a, f, s);
+    count(c, "allgatherv", sum(rn, c) * tsize(rd), a, f, s);
     return real(sb, sn, sd, rb, rn, dis, rd, c, m, a, f, s);
 }
 
@@ -102,7 +188,7 @@ int ompi_coll_tuned_allreduce_intra_do_this(P sb, P rb, int n, P dt, P op, P c, 
                                             int f, int s)
 {
     FORWARD(allreduce_fn, "ompi_coll_tuned_allreduce_intra_do_this");
-    trace("allreduce", a, f, s);
+    count(c, "allreduce", n * tsize(dt), a, f, s);
     return real(sb, rb, n, dt, op, c, m, a, f, s);
 }
 
@@ -111,7 +197,7 @@ int ompi_coll_tuned_alltoall_intra_do_this(P sb, int sn, P sd, P rb, int rn, P r
                                            int a, int f, int s, int req)
 {
     FORWARD(alltoall_fn, "ompi_coll_tuned_alltoall_intra_do_this");
-    trace("alltoall", a, f, s);
+    count(c, "alltoall", sn * tsize(sd) * csize(c), a, f, s);
     return real(sb, sn, sd, rb, rn, rd, c, m, a, f, s, req);
 }
 
@@ -120,7 +206,7 @@ int ompi_coll_tuned_alltoallv_intra_do_this(P sb, P sn, P sdis, P sd, P rb, P rn
                                             P c, P m, int a)
 {
     FORWARD(alltoallv_fn, "ompi_coll_tuned_alltoallv_intra_do_this");
-    trace("alltoallv", a, 0, 0);
+    count(c, "alltoallv", 0, a, 0, 0);
     return real(sb, sn, sdis, sd, rb, rn, rdis, rd, c, m, a);
 }
 
@@ -128,16 +214,24 @@ typedef int (*barrier_fn)(P, P, int, int, int);
 int ompi_coll_tuned_barrier_intra_do_this(P c, P m, int a, int f, int s)
 {
     FORWARD(barrier_fn, "ompi_coll_tuned_barrier_intra_do_this");
-    trace("barrier", a, f, s);
+    count(c, "barrier", 0, a, f, s);
     return real(c, m, a, f, s);
 }
 
 typedef int (*rooted_fn)(P, int, P, P, int, P, int, P, P, int, int, int);
+static long long rooted_bytes(int sn, P sd, int rn, P rd, int root, P c)
+{
+    int rank = 0;
+    PMPI_Comm_rank((MPI_Comm)c, &rank);
+    /* The root's send side (scatter) or every rank's send side (gather) is significant. */
+    return (rank == root ? sn * tsize(sd) : rn * tsize(rd)) * csize(c);
+}
+
 int ompi_coll_tuned_gather_intra_do_this(P sb, int sn, P sd, P rb, int rn, P rd, int root, P c,
                                          P m, int a, int f, int s)
 {
     FORWARD(rooted_fn, "ompi_coll_tuned_gather_intra_do_this");
-    trace("gather", a, f, s);
+    count(c, "gather", sn * tsize(sd) * csize(c), a, f, s);
     return real(sb, sn, sd, rb, rn, rd, root, c, m, a, f, s);
 }
 
@@ -145,7 +239,7 @@ int ompi_coll_tuned_scatter_intra_do_this(P sb, int sn, P sd, P rb, int rn, P rd
                                           P c, P m, int a, int f, int s)
 {
     FORWARD(rooted_fn, "ompi_coll_tuned_scatter_intra_do_this");
-    trace("scatter", a, f, s);
+    count(c, "scatter", rooted_bytes(sn, sd, rn, rd, root, c), a, f, s);
     return real(sb, sn, sd, rb, rn, rd, root, c, m, a, f, s);
 }
 
@@ -154,7 +248,7 @@ int ompi_coll_tuned_reduce_intra_do_this(P sb, P rb, int n, P dt, P op, int root
                                          int a, int f, int s, int req)
 {
     FORWARD(reduce_fn, "ompi_coll_tuned_reduce_intra_do_this");
-    trace("reduce", a, f, s);
+    count(c, "reduce", n * tsize(dt), a, f, s);
     return real(sb, rb, n, dt, op, root, c, m, a, f, s, req);
 }
 
@@ -163,7 +257,7 @@ int ompi_coll_tuned_reduce_scatter_intra_do_this(P sb, P rb, P rn, P dt, P op, P
                                                  int f, int s)
 {
     FORWARD(reduce_scatter_fn, "ompi_coll_tuned_reduce_scatter_intra_do_this");
-    trace("reduce_scatter", a, f, s);
+    count(c, "reduce_scatter", sum(rn, c) * tsize(dt), a, f, s);
     return real(sb, rb, rn, dt, op, c, m, a, f, s);
 }
 
@@ -172,6 +266,6 @@ int ompi_coll_tuned_reduce_scatter_block_intra_do_this(P sb, P rb, int n, P dt, 
                                                        int a, int f, int s)
 {
     FORWARD(reduce_scatter_block_fn, "ompi_coll_tuned_reduce_scatter_block_intra_do_this");
-    trace("reduce_scatter_block", a, f, s);
+    count(c, "reduce_scatter_block", n * tsize(dt) * csize(c), a, f, s);
     return real(sb, rb, n, dt, op, c, m, a, f, s);
 }

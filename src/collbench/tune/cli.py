@@ -1,0 +1,341 @@
+"""`collbench tune` and `collbench rules` (the main parser registers them with add_parser).
+
+    collbench tune RESULTS -o tuned.rules [--mpich]      (same as: collbench tune build ...)
+    collbench tune validate tuned.rules -n 4 --repetitions 10
+    collbench rules check tuned.rules
+    collbench rules verify tuned.rules -n 4
+
+`tune` takes either an action (validate, build) or, as the default action "build", a results
+folder; _DefaultAction below inserts "build" when the first word names no action.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collbench.errors import UserError
+from collbench.sizes import expand_sizes
+
+if TYPE_CHECKING:
+    _Base = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    _Base = argparse._SubParsersAction
+
+BUILD = "build"
+
+
+class _AnyName:
+    """Choices that accept any word: an unknown one is the default action's argument."""
+
+    def __init__(self, names: dict[str, argparse.ArgumentParser]) -> None:
+        self.names = names
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+
+class _DefaultAction(_Base):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.choices = _AnyName(self._name_parser_map)  # type: ignore[assignment]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if values and values[0] not in self._name_parser_map:
+            values = [BUILD, *values]
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _mpi_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("MPI (default: the Open MPI wheel beside collbench)")
+    g.add_argument("--mpi", type=Path, metavar="PREFIX", help="MPI installation prefix")
+    g.add_argument("--mpi-from-path", action="store_true", help="use the mpicc on PATH")
+
+
+def _nprocs(value: str) -> list[int]:
+    try:
+        out = [int(x) for x in value.split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not valid; valid: a process count "
+                                         "or a comma-separated list, such as 2,4") from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not valid; valid: counts >= 1")
+    return out
+
+
+def _mca(value: str) -> tuple[str, str]:
+    if "=" not in value:
+        raise argparse.ArgumentTypeError(f"{value!r} is not valid; valid: NAME=VALUE")
+    k, v = value.split("=", 1)
+    return k, v
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    t = sub.add_parser(
+        "tune", help="rules file (Open MPI) or JSON tuning file (MPICH) from measurements",
+        description="Write the algorithm choices that measurements support: "
+                    "`collbench tune RESULTS -o tuned.rules` (Open MPI dynamic rules) or "
+                    "`--mpich -o tuned.json` (MPICH csel JSON); `collbench tune validate "
+                    "FILE -n N` runs default against tuned, A/B. Method: docs/tuning.md.")
+    actions = t.add_subparsers(dest="tune_action", required=True, action=_DefaultAction,
+                               metavar="{RESULTS,validate}")
+
+    b = actions.add_parser(BUILD, help="(default) write a tuning file from a results folder",
+                           description="Per collective and process count: thresholds where "
+                                       "the best algorithm changes, switching from the "
+                                       "default only where significantly faster.")
+    b.add_argument("results", type=Path, help="results folder (collbench run/ingest)")
+    b.add_argument("-o", "--output", type=Path, required=True, help="file to write")
+    b.add_argument("--mpich", action="store_true",
+                   help="write an MPICH csel JSON file instead of an Open MPI rules file")
+    b.add_argument("--no-significance", action="store_true",
+                   help="take the fastest algorithm per size without testing it against the "
+                        "default (needed with a single repetition; not recommended)")
+    b.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence level of the tests (default: %(default)s)")
+    b.add_argument("--min-gain", type=float, default=0.0, metavar="FRACTION",
+                   help="switch only where at least this much faster, e.g. 0.05 "
+                        "(default: %(default)s)")
+    b.add_argument("--stat", choices=("avg", "median", "min", "max"), default="avg",
+                   help="column compared (default: %(default)s, OSU's average)")
+    b.add_argument("--collective", action="append", default=[],
+                   help="only this collective (repeatable)")
+    b.add_argument("--map-by", help="where several placements were measured: use this one")
+    b.add_argument("--bind-to", help="where several bindings were measured: use this one")
+    b.add_argument("--rules-version", choices=("auto", "1", "2"), default="auto",
+                   help="Open MPI file format: 2 = rule-file-version-2 with max-requests "
+                        "(Open MPI >= 4.1.8 / 5.0.7), 1 = classic (default: auto, from the "
+                        "measured version)")
+    _mpi_args(b)
+    b.set_defaults(func=cmd_build)
+    from collbench.tune.adaptive.cli import add_arguments as add_adaptive
+
+    add_adaptive(b)  # --adaptive and its options (collbench.tune.adaptive)
+
+    v = actions.add_parser("validate", help="default against tuned, interleaved, with CIs",
+                           description="A/B: repeated launches of the default and of the "
+                                       "tuned file, interleaved in random order; per-size "
+                                       "speed-up with confidence intervals, geometric mean; "
+                                       "exit 1 on a regression beyond noise.")
+    v.add_argument("rules", type=Path, help="rules file")
+    v.add_argument("-n", "--nprocs", type=_nprocs, required=True, help="process count(s), "
+                   "e.g. 4 or 2,4")
+    v.add_argument("--repetitions", type=int, default=10,
+                   help="launches per arm (default: %(default)s)")
+    v.add_argument("--sizes", default="1:1M",
+                   help="bytes per rank: '1:1M', '4K', '1,64,8K' (default: %(default)s)")
+    v.add_argument("--collective", action="append", default=[],
+                   help="only this collective of the file (repeatable)")
+    v.add_argument("--iterations", type=int, default=0,
+                   help="timed iterations per point (default: OSU's, 1000/100)")
+    v.add_argument("-o", "--output", type=Path,
+                   help="results folder (default: <rules file>.validate next to it; rerun "
+                        "the same command to resume)")
+    v.add_argument("--seed", type=int, default=1, help="order of the arms (default: 1)")
+    v.add_argument("--timeout", type=float, default=600, help="seconds per launch")
+    _mpi_args(v)
+    v.set_defaults(func=cmd_validate)
+
+    r = sub.add_parser("rules", help="check or verify an Open MPI rules file")
+    ra = r.add_subparsers(dest="rules_action", required=True)
+    c = ra.add_parser("check", help="what Open MPI would reject, ignore or misread",
+                      description="Read the file as Open MPI 5.0 does and list every problem "
+                                  "with its line; exit 1 if Open MPI would reject the file or "
+                                  "ignore or misread part of it.")
+    c.add_argument("rules", type=Path)
+    _mpi_args(c)
+    c.set_defaults(func=cmd_check)
+
+    vf = ra.add_parser("verify", help="prove Open MPI runs what the file says",
+                       description="Run the kernel with the file active at each threshold "
+                                   "and just below it, and show the algorithm Open MPI ran "
+                                   "(LD_PRELOAD trace; timing where that cannot work); exit "
+                                   "1 on any mismatch.")
+    vf.add_argument("rules", type=Path)
+    vf.add_argument("-n", "--nprocs", type=_nprocs, required=True,
+                    help="process count(s), e.g. 4 or 2,4")
+    vf.add_argument("--method", choices=("auto", "trace", "timing"), default="auto")
+    vf.add_argument("--repetitions", type=int, default=5, help="timing method only")
+    vf.add_argument("--mca", type=_mca, action="append", default=[], metavar="NAME=VALUE",
+                    help="extra MCA setting for the runs (repeatable)")
+    vf.add_argument("--keep", type=Path, help="keep traces and logs in this folder")
+    vf.add_argument("--timeout", type=float, default=300, help="seconds per launch")
+    _mpi_args(vf)
+    vf.set_defaults(func=cmd_verify)
+
+
+def _find_mpi(args: argparse.Namespace) -> Any:
+    from collbench.catalog.mpi import find_mpi
+
+    return find_mpi(args.mpi, args.mpi_from_path)
+
+
+def _write(path: Path, text: str) -> None:
+    from collbench.store import atomic_write
+
+    try:
+        atomic_write(path, text.encode())
+    except OSError as e:
+        raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from collbench.store import Store
+    from collbench.tune.select import Options, select
+
+    if not 0 <= args.min_gain < 1:
+        raise UserError(f"--min-gain {args.min_gain}: not valid; valid: a fraction in [0, 1)")
+    store = Store(args.results)
+    options = Options(significance=not args.no_significance, confidence=args.confidence,
+                      min_gain=args.min_gain, stat=args.stat,
+                      collectives=tuple(args.collective), map_by=args.map_by,
+                      bind_to=args.bind_to)
+    if args.adaptive:  # measures (or replays) first; then written like any selection
+        from collbench.tune.adaptive.cli import adaptive_selection
+
+        selection, args.results = adaptive_selection(args, options)
+    else:
+        selection = select(store, options)
+    if not selection.tested:
+        print("collbench: warning: --no-significance: choices are the fastest per size, "
+              "untested; validate them with `collbench tune validate`", file=sys.stderr)
+    if args.mpich:
+        return _build_mpich(args, selection)
+    return _build_ompi(args, selection)
+
+
+def _build_ompi(args: argparse.Namespace, selection: Any) -> int:
+    from collbench.catalog.algorithms import load_catalog
+    from collbench.tune import writer
+    from collbench.tune.check import check, render_report
+
+    mpi = None
+    with contextlib.suppress(UserError):  # writing needs no MPI: the measured version decides
+        mpi = _find_mpi(args)
+    same = mpi is not None and mpi.implementation == "openmpi" and \
+        mpi.version == selection.mpi_version
+    defaults = writer.tuned_defaults(mpi.info_tool) if same and mpi else {}
+    version = writer.choose_version(selection.mpi_version, args.rules_version)
+    written = writer.build(selection, version=version, source=str(args.results),
+                           defaults=defaults, path=args.output)
+    _write(args.output, written.text)
+    if mpi is not None and mpi.implementation == "openmpi":
+        report = check(args.output, load_catalog(mpi))
+        if not report.ok:  # our own output must pass our own check
+            sys.stderr.write(render_report(report))
+            raise UserError(f"{args.output}: the file written does not pass `collbench rules "
+                            "check`; please report this")
+    _summary(selection, written.notes)
+    print(f"wrote {args.output} ({'rule-file-version-2' if version else 'classic format'}, "
+          f"{len(written.rules.collectives)} collectives)")
+    path = args.output.resolve()
+    mca = [*writer.activation(args.output), *written.extra_mca]
+    print("activate it with:\n  mpirun " + " ".join(f"--mca {k} {v}" for k, v in mca) + " ...")
+    print("or:\n" + "".join(f"  export OMPI_MCA_{k}={v}\n" for k, v in mca).rstrip())
+    print(f"then prove it is used: collbench rules verify {path} -n <ranks>")
+    return 0
+
+
+def _build_mpich(args: argparse.Namespace, selection: Any) -> int:
+    from collbench.tune import mpich
+
+    mpi = _find_mpi(args)
+    try:
+        prov = json.loads((args.results / "provenance.json").read_text())
+    except (OSError, ValueError):
+        prov = {}
+    written = mpich.build(selection, mpi, source=str(args.results),
+                          measured=mpich.measured_cvars(prov if isinstance(prov, dict) else {}))
+    _write(args.output, written.text)
+    _summary(selection, written.notes)
+    print(f"wrote {args.output} (MPICH csel JSON: {len(written.tuned)} collectives tuned, "
+          "the rest from MPICH's built-in table)")
+    print("activate it with:")
+    for k, v in mpich.activation(args.output, written.tuned):
+        print(f"  export {k}={v}")
+    return 0
+
+
+def _summary(selection: Any, notes: Any) -> None:
+    from collbench.sizes import format_size
+
+    for (coll, nprocs), choices in sorted(selection.tables.items()):
+        parts = []
+        for ch in choices:
+            gain = f" ({ch.ratio:.2f}x)" if ch.ratio is not None and ch.algorithm != \
+                "default" else ""
+            seg = f"[seg={ch.segsize}]" if ch.segsize else ""
+            fan = f"[fanout={ch.fanout}]" if ch.fanout else ""
+            parts.append(f">={format_size(ch.threshold)} {ch.algorithm}{seg}{fan}{gain}")
+        print(f"{coll} np={nprocs}: " + ", ".join(parts))
+    for n in notes:
+        print(f"note: {n}")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from collbench.tune.check import read_file
+    from collbench.tune.rules import parse_rules
+    from collbench.tune.validate import render, validate
+
+    reading = parse_rules(read_file(args.rules))
+    if reading.rules is None:
+        raise UserError(f"{args.rules}: Open MPI would ignore this file; run `collbench rules "
+                        f"check {args.rules}`")
+    try:
+        sizes = sorted(set(expand_sizes([x.strip() for x in args.sizes.split(",") if x.strip()])))
+    except (ValueError, UserError) as e:
+        raise UserError(f"--sizes {args.sizes!r}: {e}") from None
+    out = args.output or args.rules.with_name(args.rules.name + ".validate")
+    result = validate(reading.rules, args.rules, out, args.nprocs, sizes, _find_mpi(args),
+                      repetitions=args.repetitions, seed=args.seed,
+                      collectives=args.collective, iterations=args.iterations,
+                      timeout=args.timeout)
+    sys.stdout.write(render(result))
+    return 1 if result.regressions else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from collbench.catalog.algorithms import Catalog, load_catalog
+    from collbench.catalog.openmpi import fallback
+    from collbench.tune.check import check, render_report
+
+    try:
+        catalog = load_catalog(_find_mpi(args))
+    except UserError:
+        catalog = Catalog("openmpi", "5.0", "built-in table for Open MPI 5.0", fallback())
+    if catalog.implementation != "openmpi":
+        catalog = Catalog(catalog.implementation, catalog.version, "Open MPI 5.0 table",
+                          fallback())
+    report = check(args.rules, catalog)
+    sys.stdout.write(render_report(report))
+    return 0 if report.ok else 1
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from collbench.catalog.algorithms import load_catalog
+    from collbench.tune.check import check, render_report
+    from collbench.tune.verify import render, verify
+
+    mpi = _find_mpi(args)
+    catalog = load_catalog(mpi)
+    report = check(args.rules, catalog)
+    if report.reading.rules is None:
+        sys.stdout.write(render_report(report))
+        return 1
+    if not report.ok:
+        sys.stderr.write(render_report(report))
+    result = verify(report.reading.rules, args.rules, args.nprocs, mpi, catalog,
+                    method=args.method, repetitions=args.repetitions, timeout=args.timeout,
+                    extra_mca=args.mca, keep=args.keep,
+                    log=lambda s: print(f"collbench: {s}", file=sys.stderr))
+    sys.stdout.write(render(result))
+    return 1 if result.mismatches else 0

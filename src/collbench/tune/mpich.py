@@ -1,0 +1,204 @@
+"""A Selection as an MPICH collective-selection ("csel") JSON file.
+
+MPICH reads MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE *instead of* its built-in MPIR table,
+so the file must decide every collective. We start from that built-in table, read out of
+the MPICH library in use (it is compiled in as a JSON string), and replace the intra-
+communicator branch of each tuned collective with:
+
+    comm_size<N2 -> sizes measured at N1,  comm_size<N3 -> at N2, ...,  comm_size=any -> last
+      each: avg_msg_size<T (bcast, reduce, allreduce) or total_msg_size<T (the others) per
+            range, in ascending order, the last "=any"; a range that keeps the default holds
+            MPICH's own intra branch, so the default stays the default.
+
+The comm-size keys follow the Open MPI rules file (a set applies from its size up; the first
+also below). Siblings are tried in order, the first match wins (csel.c). MPICH's device
+layer (ch4) would override the MPIR choice, so tuned collectives need their
+MPIR_CVAR_<COLL>_DEVICE_COLLECTIVE=0 (printed by activation()).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from collbench.catalog.algorithms import DEFAULT
+from collbench.catalog.collectives import COLLECTIVES, RulesBytes, rules_bytes
+from collbench.catalog.mpi import MpiInstall
+from collbench.errors import UserError
+from collbench.tune.select import Choice, Selection
+
+AVG_SIZE: Final = ("bcast", "reduce", "allreduce")  # csel defines avg_msg_size only for these
+# csel containers whose parameters collbench fills from the forcing CVARs' defaults: the
+# container is not zeroed by MPICH, so a parameter left out would be garbage.
+PARAMS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    "MPIR_Bcast_intra_tree": (("tree_type", "BCAST_TREE_TYPE"), ("k", "BCAST_TREE_KVAL"),
+                              ("is_non_blocking", "BCAST_IS_NON_BLOCKING")),
+    "MPIR_Bcast_intra_pipelined_tree": (
+        ("tree_type", "BCAST_TREE_TYPE"), ("k", "BCAST_TREE_KVAL"),
+        ("is_non_blocking", "BCAST_IS_NON_BLOCKING"),
+        ("chunk_size", "BCAST_TREE_PIPELINE_CHUNK_SIZE"),
+        ("recv_pre_posted", "BCAST_RECV_PRE_POST")),
+    "MPIR_Barrier_intra_k_dissemination": (("k", "BARRIER_DISSEM_KVAL"),),
+}
+# Containers that take parameters collbench does not know for MPICH 5.0: refused.
+UNKNOWN_PARAMS: Final = re.compile(r"_(k_\w+|recexch\w*|tree|recursive_multiplying|ccl)$")
+
+
+@dataclass(frozen=True)
+class WrittenJson:
+    text: str
+    tuned: tuple[str, ...]  # collectives whose branch collbench wrote
+    notes: tuple[str, ...]
+
+
+def _libraries(mpi: MpiInstall) -> list[Path]:
+    libdir = mpi.bindir.parent / "lib"
+    return sorted(libdir.glob("libmpi.so*")) + sorted(libdir.glob("libmpich.so*"))
+
+
+def builtin_table(mpi: MpiInstall) -> tuple[dict[str, Any], set[str]]:
+    """(MPICH's compiled-in MPIR csel table, every container name the library knows)."""
+    for lib in _libraries(mpi):
+        try:
+            data = lib.read_bytes()
+        except OSError:
+            continue
+        names = {m.group(1).decode() for m in
+                 re.finditer(rb"algorithm=(MPIR_\w+)", data)}
+        for m in re.finditer(rb'\{"collective=', data):
+            end = data.find(b"\0", m.start())
+            try:
+                table = json.loads(data[m.start():end])
+            except ValueError:
+                continue
+            if b'"algorithm=MPIR_' in data[m.start():end]:
+                return table, names
+    raise UserError(f"{mpi.bindir.parent}: no MPICH library with a built-in collective "
+                    "selection table found (looked at lib/libmpi.so*); the JSON file must "
+                    "contain MPICH's defaults, so collbench needs them")
+
+
+def cvar_defaults(mpi: MpiInstall) -> dict[str, str]:
+    """MPIR_CVAR_* defaults as `mpivars` prints them (without the prefix)."""
+    tool = mpi.bindir / "mpivars"
+    try:
+        out = subprocess.run([str(tool)], capture_output=True, text=True, timeout=60,
+                             check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    values: dict[str, str] = {}
+    for m in re.finditer(r"^\s+MPIR_CVAR_(\w+)\s*=(\S*)", out, re.M):
+        values.setdefault(m.group(1), m.group(2))
+    return values
+
+
+def container(coll: str, algorithm: str, known: set[str]) -> str:
+    prefix = coll[0].upper() + coll[1:]
+    name = (f"MPIR_{prefix}_allcomm_nb" if algorithm == "nb"
+            else f"MPIR_{prefix}_intra_{algorithm}")
+    if name not in known:
+        raise UserError(f"{coll} {algorithm}: MPICH's selection file has no container {name} "
+                        "in this library; valid: "
+                        + ", ".join(sorted(n for n in known if n.startswith(f"MPIR_{prefix}_"))))
+    if name not in PARAMS and UNKNOWN_PARAMS.search(name):
+        raise UserError(f"{coll} {algorithm}: the csel container {name} takes parameters "
+                        "collbench does not know for this MPICH; leave this algorithm out of "
+                        "the campaign (measure.algorithms) or force it with "
+                        f"MPIR_CVAR_{coll.upper()}_INTRA_ALGORITHM")
+    return name
+
+
+def _leaf(name: str, cvars: Mapping[str, str]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for key, cvar in PARAMS.get(name, ()):
+        if cvar not in cvars:
+            raise UserError(f"{name}: MPIR_CVAR_{cvar} not found by mpivars; cannot fill "
+                            f"the container's {key}")
+        params[f"{key}={cvars[cvar]}"] = {}
+    return {f"algorithm={name}": params}
+
+
+def _size_key(coll: str, op: str, value: int | None) -> str:
+    what = "avg_msg_size" if coll in AVG_SIZE else "total_msg_size"
+    return f"{what}=any" if value is None else f"{what}{op}{value}"
+
+
+def _csel_bytes(coll: str, size: int, nprocs: int) -> int:
+    """What csel compares: avg = count*typesize; total: per collective (csel.c)."""
+    if coll in AVG_SIZE:
+        return size
+    if coll == "alltoallv":
+        return size * nprocs  # csel sums sendcounts; Open MPI's rules count 0
+    return rules_bytes(coll, size, nprocs)
+
+
+def _branch(coll: str, nprocs: int, choices: Sequence[Choice], default: Any,
+            known: set[str], cvars: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i, ch in enumerate(choices):
+        nxt = choices[i + 1].threshold if i + 1 < len(choices) else None
+        key = _size_key(coll, "<", _csel_bytes(coll, nxt, nprocs) if nxt is not None else None)
+        out[key] = (copy.deepcopy(default) if ch.algorithm == DEFAULT
+                    else _leaf(container(coll, ch.algorithm, known), cvars))
+    return out
+
+
+def measured_cvars(provenance: Mapping[str, Any]) -> dict[str, str]:
+    """MPIR_CVAR_* settings in force when the campaign was measured (provenance.json)."""
+    env = provenance.get("environment") or {}
+    return {k.removeprefix("MPIR_CVAR_"): str(v) for k, v in env.items()
+            if k.startswith("MPIR_CVAR_")}
+
+
+def build(selection: Selection, mpi: MpiInstall, source: str,
+          measured: Mapping[str, str] | None = None) -> WrittenJson:
+    """The JSON file; container parameters are the CVAR values in force when the forced
+    algorithms were measured (`measured`, from provenance), else this MPICH's defaults."""
+    if selection.mpi != "mpich":
+        raise UserError(f"{source}: measured with {selection.mpi} {selection.mpi_version}; "
+                        "an MPICH tuning file needs MPICH measurements (collbench run "
+                        "--mpi <MPICH prefix>)")
+    if mpi.implementation != "mpich":
+        raise UserError(f"--mpich: {mpi.bindir} is {mpi.implementation}; point --mpi at the "
+                        "MPICH whose defaults the file must carry")
+    table, known = builtin_table(mpi)
+    cvars = {**cvar_defaults(mpi), **(measured or {})}
+    notes = []
+    tuned = []
+    for coll in sorted({c for c, _ in selection.tables}):
+        sets = sorted((n, cs) for (c, n), cs in selection.tables.items() if c == coll)
+        if all(ch.algorithm == DEFAULT for _, cs in sets for ch in cs):
+            continue
+        key = f"collective={coll}"
+        if key not in table or "comm_type=intra" not in table[key]:
+            notes.append(f"{coll}: not in MPICH's table; left out")
+            continue
+        if COLLECTIVES[coll].rules_bytes is RulesBytes.ZERO:
+            notes.append(f"{coll}: no message size to select on; left at MPICH's choice")
+            continue
+        default = table[key]["comm_type=intra"]
+        intra: dict[str, Any] = {}
+        for i, (nprocs, choices) in enumerate(sets):
+            cond = f"comm_size<{sets[i + 1][0]}" if i + 1 < len(sets) else "comm_size=any"
+            intra[cond] = _branch(coll, nprocs, choices, default, known, cvars)
+        table[key] = {"comm_type=intra": intra,
+                      **{k: v for k, v in table[key].items() if k != "comm_type=intra"}}
+        tuned.append(coll)
+    notes.append("tuned collectives run with the device (ch4) override off "
+                 "(MPIR_CVAR_<COLL>_DEVICE_COLLECTIVE=0), as their forced algorithms were "
+                 "measured; their default ranges then use MPICH's MPIR-level choice")
+    # No comment or metadata key: csel aborts on any key it does not know.
+    return WrittenJson(json.dumps(table, indent=1) + "\n", tuple(tuned), tuple(notes))
+
+
+def activation(path: Path, tuned: Sequence[str]) -> list[tuple[str, str]]:
+    env = [("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", str(path.resolve())),
+           ("MPIR_CVAR_DEVICE_COLLECTIVES", "percoll")]
+    env += [(f"MPIR_CVAR_{c.upper()}_DEVICE_COLLECTIVE", "0") for c in tuned]
+    return env

@@ -1,0 +1,197 @@
+"""Measured data -> the algorithm to use per collective, communicator size and size range.
+
+Public API (used by `collbench tune` and by `tune --adaptive`):
+
+    select(store, options) -> Selection
+    select_from(comparison, algorithm_ids, options) -> Selection
+
+A Selection maps (collective, nprocs) to a list of Choice, ascending by `threshold`:
+each Choice says "from `threshold` bytes per rank (OSU's count) up to the next Choice's
+threshold, run `algorithm` (Open MPI id `algorithm_id`) with `segsize` and `fanout`".
+The first threshold is always 0; adjacent sizes with the same choice are merged; a
+threshold sits at the first measured size where the new choice wins. "default" (id 0)
+means "the MPI's own decision". Thresholds are in bytes per rank as OSU counts them;
+`collbench.catalog.collectives.rules_bytes` converts them to what a rules file counts.
+
+Switching away from the default needs evidence: the fastest algorithm must be
+significantly faster than the default (collbench compare's exact Mann-Whitney test with
+Holm correction and the ratio's confidence interval, docs/statistics.md), and at least
+`min_gain` faster. With a single repetition nothing can be tested: select refuses unless
+`significance=False`, which takes the fastest algorithm per size untested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from collbench.analyse.compare import Best, Comparison, PointStat, RatioStat, block_title, compare
+from collbench.catalog.algorithms import DEFAULT
+from collbench.errors import UserError
+from collbench.store import Store
+
+AlgorithmIds = Mapping[tuple[str, str], int | None]  # (collective, algorithm) -> Open MPI id
+
+
+@dataclass(frozen=True)
+class Options:
+    significance: bool = True  # False: take the fastest per size, untested
+    confidence: float = 0.95
+    min_gain: float = 0.0  # switch only if at least this fraction faster than the default
+    stat: str = "avg"  # compared column: avg (OSU's), median, min, max
+    collectives: tuple[str, ...] = ()  # empty: every measured collective
+    map_by: str | None = None  # pick one placement where several were measured
+    bind_to: str | None = None
+
+
+@dataclass(frozen=True)
+class Choice:
+    threshold: int  # bytes per rank (OSU's count) from which this choice applies
+    algorithm: str  # as the MPI spells it; "default" = the MPI's own decision
+    algorithm_id: int | None  # Open MPI id (0 = default); None where ids do not exist
+    segsize: int = 0
+    fanout: int = 0
+    size_to: int = 0  # largest measured size this choice covers (for reports)
+    ratio: float | None = None  # median time / default's at the sizes covered (worst one)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Per (collective, nprocs): choices ascending by threshold, the first at 0."""
+
+    mpi: str  # implementation that was measured: "openmpi", "mpich", ...
+    mpi_version: str
+    repetitions: int
+    tested: bool  # False: chosen without significance tests
+    tables: Mapping[tuple[str, int], tuple[Choice, ...]]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def switches(self) -> int:
+        """Number of ranges that leave the default."""
+        return sum(c.algorithm != DEFAULT for cs in self.tables.values() for c in cs)
+
+
+NO_TEST_NOTE: Final = ("{root}: 1 repetition per point, so no difference can be tested; rerun "
+                       "with run.repetitions >= 6 (docs/statistics.md), or pass "
+                       "--no-significance to take the fastest algorithm per size untested")
+
+
+def select(store: Store, options: Options = Options()) -> Selection:
+    """Compare every algorithm with the default (collbench compare) and choose per size."""
+    comparison = compare(store, baseline=DEFAULT, stat=options.stat,
+                         confidence=options.confidence)
+    if comparison.repetitions < 2 and options.significance:
+        raise UserError(NO_TEST_NOTE.format(root=store.root))
+    ids, mpi, version = _measured_ids(store)
+    return select_from(comparison, ids, options, mpi, version)
+
+
+def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
+                options: Options = Options(), mpi: str = "openmpi",
+                mpi_version: str = "") -> Selection:
+    """The choices a Comparison (baseline "default") supports; see the module docstring."""
+    if comparison.baseline != DEFAULT:
+        raise ValueError(f"select needs a comparison against {DEFAULT!r}, "
+                         f"not {comparison.baseline!r}")
+    notes: list[str] = []
+    ratios = {id(r.point): r for r in comparison.ratios}
+    by_context = _contexts(comparison.best, options)
+    tables: dict[tuple[str, int], tuple[Choice, ...]] = {}
+    for (coll, nprocs), bests in sorted(by_context.items()):
+        picked = [_pick(b, comparison, ratios, options, notes) for b in bests]
+        tables[(coll, nprocs)] = _merge(coll, picked, algorithm_ids, mpi)
+    if not tables:
+        raise UserError("nothing to tune: no measured collective matches "
+                        f"{', '.join(options.collectives) or 'the selection'}")
+    if any(b.key[2] and b.key[2] > 1 for bs in by_context.values() for b in bs):
+        notes.append("measured on several nodes: Open MPI's HAN component hands sub-"
+                     "communicators (ranks per node, node count) to coll/tuned, whose rules "
+                     "are matched on those sizes, not the job size")
+    return Selection(mpi, mpi_version, comparison.repetitions,
+                     options.significance and comparison.repetitions >= 2, tables,
+                     tuple(dict.fromkeys(notes)))
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def _measured_ids(store: Store) -> tuple[dict[tuple[str, str], int | None], str, str]:
+    con = store.connect()
+    try:
+        rows = con.execute("SELECT DISTINCT collective, algorithm, algorithm_id, mpi, "
+                           "mpi_version FROM measurements WHERE status = 'ok'").fetchall()
+    finally:
+        con.close()
+    ids = {(str(c), str(a)): (int(i) if i is not None else None) for c, a, i, _, _ in rows}
+    mpis = sorted({(str(m), str(v)) for *_, m, v in rows})
+    if len(mpis) > 1:
+        raise UserError(f"{store.root}: measurements of several MPIs "
+                        f"({', '.join(f'{m} {v}' for m, v in mpis)}); tune one at a time")
+    mpi, version = mpis[0] if mpis else ("unknown", "")
+    return ids, mpi, version
+
+
+def _contexts(best: Sequence[Best], options: Options) -> dict[tuple[str, int], list[Best]]:
+    """Best per size grouped by (collective, nprocs); one placement/params context each."""
+    groups: dict[tuple[str, int], dict[tuple[object, ...], list[Best]]] = {}
+    for b in best:
+        coll, nprocs, _, _, mapping, binding, _ = b.key[:7]
+        if options.collectives and coll not in options.collectives:
+            continue
+        if options.map_by and mapping != options.map_by:
+            continue
+        if options.bind_to and binding != options.bind_to:
+            continue
+        groups.setdefault((coll, nprocs), {}).setdefault(b.key[:7], []).append(b)
+    out: dict[tuple[str, int], list[Best]] = {}
+    for key, contexts in groups.items():
+        if len(contexts) > 1:
+            titles = "; ".join(block_title(*k) for k in contexts)  # type: ignore[arg-type]
+            raise UserError(
+                f"{key[0]} np={key[1]} was measured in {len(contexts)} contexts ({titles}); "
+                "a rules file has one table per collective and size: choose one with "
+                "--map-by/--bind-to (MCA settings: compare them with `collbench study`)")
+        (only,) = contexts.values()
+        out[key] = sorted(only, key=lambda b: b.key[7])
+    return out
+
+
+def _pick(b: Best, comparison: Comparison, ratios: Mapping[int, RatioStat],
+          options: Options, notes: list[str]) -> tuple[int, PointStat, float | None]:
+    """(size, chosen point, its ratio to the default) for one measured size."""
+    size = b.key[7]
+    pts = [p for p in comparison.points if p.size_key == b.key]
+    default = next((p for p in pts if p.label == DEFAULT), None)
+    title = f"{block_title(*b.key[:7])} size {size}"
+    if not options.significance:
+        r = ratios.get(id(b.winner))
+        return size, b.winner, r.ratio if r else None
+    if default is None:
+        raise UserError(f"{title}: the default was not measured, so no switch can be tested; "
+                        "measure algorithms 'all' (or 'default' beside the others)")
+    if b.significant is None and b.winner is not default:
+        notes.append(f"{title}: fewer than 2 ok repetitions; kept the default")
+        return size, default, 1.0
+    chosen = next((p for p in pts if p.label == b.recommended), default)
+    r = ratios.get(id(chosen))
+    if chosen is not default and r is not None and r.ratio > 1 - options.min_gain:
+        return size, default, 1.0
+    return size, chosen, r.ratio if r else 1.0
+
+
+def _merge(coll: str, picked: Sequence[tuple[int, PointStat, float | None]],
+           ids: AlgorithmIds, mpi: str) -> tuple[Choice, ...]:
+    out: list[Choice] = []
+    for size, p, ratio in picked:
+        alg_id = 0 if p.algorithm == DEFAULT and mpi == "openmpi" else ids.get((coll, p.algorithm))
+        here = Choice(0 if not out else size, p.algorithm, alg_id, p.segsize, p.fanout, size,
+                      ratio)
+        last = out[-1] if out else None
+        if last and (last.algorithm, last.segsize, last.fanout) == (p.algorithm, p.segsize,
+                                                                    p.fanout):
+            worst = max((x for x in (last.ratio, ratio) if x is not None), default=None)
+            out[-1] = Choice(last.threshold, last.algorithm, last.algorithm_id, last.segsize,
+                             last.fanout, size, worst)
+        else:
+            out.append(here)
+    return tuple(out)

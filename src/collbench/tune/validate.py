@@ -1,0 +1,199 @@
+"""`collbench tune validate`: the MPI's defaults against a rules file, A/B, with statistics.
+
+Each repetition is one launch per arm, in an order shuffled with a recorded seed, so drift
+and warm caches hit both arms alike. The arms differ only in coll_tuned_use_dynamic_rules
+(0: the default; 1: the file, named by coll_tuned_dynamic_rules_filename in both), so
+collbench compare sees one context and two "algorithms": default and tuned. Speed-up =
+default time / tuned time (> 1: the file helps), its interval is the inverted ratio
+interval of collbench compare, and a regression is a size where the file switches the
+algorithm and the tuned arm is significantly slower after Holm's correction over those
+sizes. Regressions are printed in a banner and make the command exit 1.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from collbench.analyse.compare import RatioStat, compare
+from collbench.analyse.stats import holm
+from collbench.catalog.collectives import COLLECTIVES, rules_bytes
+from collbench.catalog.mpi import MpiInstall
+from collbench.errors import UserError
+from collbench.plan import Launch
+from collbench.sizes import format_size
+from collbench.store import Store
+from collbench.tables import text_table
+from collbench.tune import campaign
+from collbench.tune.rules import COLLTYPES, RulesFile
+from collbench.tune.verify import comm_set, message_rule
+from collbench.tune.writer import activation
+
+TUNED: Final = "tuned"
+DEFAULT: Final = "default"
+
+
+@dataclass(frozen=True)
+class Row:
+    collective: str
+    nprocs: int
+    size: int
+    switched: bool  # the file picks an algorithm (ALG != 0) at this size
+    default_us: float
+    tuned_us: float
+    speedup: float  # default / tuned
+    low: float | None
+    high: float | None
+    significant: bool | None
+    regression: bool = False
+
+
+@dataclass(frozen=True)
+class Validation:
+    rows: tuple[Row, ...]
+    repetitions: int
+    store: Path
+
+    @property
+    def regressions(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.rows if r.regression)
+
+    def geomean(self, rows: Sequence[Row] | None = None) -> float | None:
+        xs = [r.speedup for r in (self.rows if rows is None else rows) if r.speedup > 0]
+        return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def plan_launches(rules: RulesFile, path: Path, nprocs_list: Sequence[int], sizes: Sequence[int],
+                  collectives: Sequence[str], repetitions: int, seed: int, iterations: int,
+                  timeout: float) -> list[Launch]:
+    rng = random.Random(seed)
+    file_mca = activation(path)[1:]
+    arms = {DEFAULT: [("coll_tuned_use_dynamic_rules", "0"), *file_mca],
+            TUNED: [("coll_tuned_use_dynamic_rules", "1"), *file_mca]}
+    launches = []
+    for rep in range(repetitions):
+        for nprocs in nprocs_list:
+            order = list(arms)
+            rng.shuffle(order)
+            blocks = list(collectives)
+            rng.shuffle(blocks)
+            for arm in order:
+                points = [campaign.point(c, arm, 0, s, iterations, max(1, iterations // 10)
+                                         if iterations else 0)
+                          for c in blocks for s in sizes if s >= COLLECTIVES[c].min_size
+                          and not (c == "reduce_scatter_block" and s < nprocs)]
+                launches.append(campaign.launch(nprocs, points, arms[arm],
+                                                "launch" if arm == TUNED else "none", rep,
+                                                timeout))
+    return launches
+
+
+def collectives_in(rules: RulesFile, wanted: Sequence[str]) -> list[str]:
+    present = [COLLTYPES[c.coll_id] for c in rules.collectives]
+    colls = [c for c in present if c in COLLECTIVES and (not wanted or c in wanted)]
+    if not colls:
+        raise UserError(f"no collective to validate: the file has {', '.join(present) or 'none'}"
+                        f"{'; asked for ' + ', '.join(wanted) if wanted else ''}")
+    return colls
+
+
+def validate(rules: RulesFile, path: Path, out: Path, nprocs_list: Sequence[int],
+             sizes: Sequence[int], mpi: MpiInstall, *, repetitions: int, seed: int,
+             collectives: Sequence[str] = (), iterations: int = 0, timeout: float = 600,
+             confidence: float = 0.95) -> Validation:
+    if repetitions < 2:
+        raise UserError(f"--repetitions {repetitions}: at least 2 are needed to test a "
+                        "difference (6 or more to find one among noise, docs/statistics.md)")
+    colls = collectives_in(rules, collectives)
+    launches = plan_launches(rules, path, nprocs_list, sizes, colls, repetitions, seed,
+                             iterations, timeout)
+    spec = _spec_text(path, colls, sizes, nprocs_list, repetitions, seed)
+    _, summary = campaign.run(out, f"validate-{path.stem}", seed, launches, mpi, spec,
+                                  str(path))
+    bad = {k: v for k, v in summary.points.items() if k != "ok"}
+    if bad:
+        raise UserError(f"{out}: not every point was measured ({bad}); see `collbench show "
+                        f"{out}`; rerun the same command to retry")
+    return analyse(Store(out), rules, confidence)
+
+
+def analyse(store: Store, rules: RulesFile, confidence: float = 0.95) -> Validation:
+    cmp = compare(store, baseline=DEFAULT, confidence=confidence)
+    ratios = [r for r in cmp.ratios if r.point.algorithm == TUNED]
+    switched = [_switched(rules, r) for r in ratios]
+    slower = [i for i, r in enumerate(ratios) if switched[i] and r.p_raw is not None]
+    adjusted = dict(zip(slower, holm([ratios[i].p_raw or 1.0 for i in slower]), strict=True))
+    rows = []
+    for i, r in enumerate(ratios):
+        p = adjusted.get(i)
+        regression = (p is not None and p < 1 - confidence and r.ratio > 1
+                      and r.ci_low is not None and r.ci_low > 1)
+        rows.append(Row(r.point.collective, r.point.nprocs, r.point.size_bytes, switched[i],
+                        r.baseline.value, r.point.value, 1 / r.ratio if r.ratio else 0.0,
+                        1 / r.ci_high if r.ci_high else None,
+                        1 / r.ci_low if r.ci_low else None, r.significant, regression))
+    rows.sort(key=lambda x: (x.collective, x.nprocs, x.size))
+    return Validation(tuple(rows), cmp.repetitions, store.root)
+
+
+def _switched(rules: RulesFile, r: RatioStat) -> bool:
+    coll = r.point.collective
+    cid = COLLTYPES.index(coll) if coll in COLLTYPES else -1
+    comm = comm_set(rules, cid, r.point.nprocs)
+    if comm is None:
+        return False
+    return message_rule(comm, rules_bytes(coll, r.point.size_bytes, r.point.nprocs)).alg != 0
+
+
+def _spec_text(path: Path, colls: Sequence[str], sizes: Sequence[int],
+               nprocs: Sequence[int], repetitions: int, seed: int) -> str:
+    quoted = ", ".join(f'"{c}"' for c in colls)
+    return (f"# Written by collbench tune validate: the default arm of an A/B campaign; the\n"
+            f"# tuned arm adds coll_tuned_use_dynamic_rules = 1 with the rules file\n"
+            f"# {path.resolve()}\n"
+            f'[campaign]\nname = "validate-{path.stem}"\n\n'
+            f"[measure]\ncollectives = [{quoted}]\nalgorithms = \"default\"\n"
+            f"sizes = {list(sizes)}\nnprocs = {list(nprocs)}\n\n"
+            f"[run]\nrepetitions = {repetitions}\nseed = {seed}\n")
+
+
+def render(v: Validation) -> str:
+    rows = [{"collective": r.collective, "np": r.nprocs, "size": format_size(r.size),
+             "file": "switch" if r.switched else "default", "default_us": r.default_us,
+             "tuned_us": r.tuned_us, "speedup": r.speedup,
+             "ci": f"[{r.low:.2f}, {r.high:.2f}]" if r.low and r.high else "-",
+             "verdict": _verdict(r)} for r in v.rows]
+    cols = ["collective", "np", "size", "file", "default_us", "tuned_us", "speedup", "ci",
+            "verdict"]
+    out = [f"# tune validate: {v.repetitions} repetitions per arm, interleaved in random "
+           f"order; speedup = default / tuned (> 1: the file helps); results: {v.store}",
+           "", text_table(rows, cols), ""]
+    if v.repetitions < 4:
+        out.append(f"note: with {v.repetitions} repetitions per arm no difference can be "
+                   "significant (exact test); use --repetitions 6 or more")
+    switched = [r for r in v.rows if r.switched]
+    for label, subset in (("all sizes", v.rows), ("sizes the file switches", switched)):
+        g = v.geomean(subset)
+        if g is not None:
+            out.append(f"geometric mean speedup, {label}: {g:.3f} ({len(subset)} sizes)")
+    if v.regressions:
+        bar = "!" * 78
+        worst = ", ".join(f"{r.collective} np={r.nprocs} {format_size(r.size)} "
+                          f"({r.speedup:.2f}x)" for r in v.regressions)
+        out += ["", bar, f"REGRESSION: the tuned file is significantly slower than the "
+                f"default at {len(v.regressions)} size(s): {worst}", bar]
+    return "\n".join(out) + "\n"
+
+
+def _verdict(r: Row) -> str:
+    if r.regression:
+        return "REGRESSION"
+    if r.significant is None:
+        return "untested"
+    if not r.significant:
+        return "no difference"
+    return "faster" if r.speedup > 1 else "slower (noise?)" if not r.switched else "slower"
