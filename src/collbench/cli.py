@@ -42,6 +42,10 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
     from collbench.errors import choice_error
     from collbench.tables import render
 
+    if args.backend == "simgrid":
+        from collbench.platforms.cli import cmd_algorithms_simgrid
+
+        return cmd_algorithms_simgrid(args, load_catalog(_mpi(args)))
     catalog = load_catalog(_mpi(args))
     colls = list(COLLECTIVES)
     if args.collective:
@@ -63,13 +67,19 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from collbench.catalog.algorithms import load_catalog
+    from collbench.launch.allocation import plan_cores
     from collbench.plan import make_plan
     from collbench.spec import load_spec
 
     spec = load_spec(args.spec)
     mpi = _mpi(args)
     catalog = load_catalog(mpi)
-    return spec, mpi, make_plan(spec, catalog, source=str(args.spec))
+    cores = plan_cores(spec, getattr(args, "backend", None))
+    if (getattr(args, "backend", None) or spec.run.backend) == "simgrid":
+        from collbench.launch.simgrid_run import for_simgrid
+
+        catalog, cores = for_simgrid(spec, catalog, args)
+    return spec, mpi, make_plan(spec, catalog, source=str(args.spec), cores=cores)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -103,6 +113,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from collbench.spec import load_spec
     from collbench.store import Store
 
+    if (args.backend or load_spec(args.spec).run.backend) == "simgrid":
+        from collbench.launch.simgrid_run import cmd_run_simgrid
+
+        return cmd_run_simgrid(args)
+    if args.dry_run:
+        from collbench.dryrun import cmd_dry_run
+
+        return cmd_dry_run(args)
+    if args.output is None:
+        raise UserError("collbench run: -o/--output is required (except with --dry-run)")
     store = Store(args.output)
     spec = load_spec(args.spec)
     mpi = _mpi(args)
@@ -128,6 +148,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"building the kernel with {mpi.mpicc} ...", file=sys.stderr)
     kernel = build_kernel(mpi.mpicc)
     if not store.exists():
+        from dataclasses import replace
+
+        plan = replace(plan, backend=backend_name)  # --resume goes on with the same backend
         prov = provenance.collect(mpi, {"path": str(kernel.path),
                                         "fingerprint": kernel.fingerprint,
                                         "compile_command": kernel.compile_command})
@@ -141,6 +164,10 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"this run: {summary.by_status or 'nothing to do'}; points: {summary.points}")
     if summary.interrupted:
         return 130
+    if summary.lost:
+        print(f"warning: {sum(summary.lost.values())} launches lost to the scheduler "
+              f"({summary.lost}); rerun with --resume to submit them again", file=sys.stderr)
+        return 1
     bad = {k: v for k, v in summary.points.items() if k != "ok"}
     if bad:
         print(f"warning: not every point measured: {bad}; see `collbench show {args.output}` "
@@ -225,6 +252,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("algorithms", help="algorithms of each collective for that MPI")
     s.add_argument("collective", nargs="?")
     s.add_argument("--format", choices=FORMATS, default="table")
+    s.add_argument("--backend", choices=("simgrid",),
+                   help="simgrid: what SMPI runs for each algorithm, and what it lacks")
     _mpi_args(s)
     s.set_defaults(func=cmd_algorithms)
 
@@ -236,11 +265,15 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("run", help="run a campaign into a results folder")
     s.add_argument("spec", type=Path)
-    s.add_argument("-o", "--output", type=Path, required=True)
+    s.add_argument("-o", "--output", type=Path, help="results folder (required unless --dry-run)")
     s.add_argument("--resume", action="store_true", help="skip launches already stored")
+    s.add_argument("--dry-run", action="store_true",
+                   help="print what would run (batch scripts, command lines); run nothing")
     s.add_argument("--retry-failed", action="store_true",
                    help="with --resume: run failed and timed-out launches again")
     s.add_argument("--backend", help="override the spec's run.backend")
+    s.add_argument("--platform", help="simgrid: built-in platform or cluster TOML "
+                                      "(overrides run.simgrid.platform)")
     s.add_argument("--kernel-debug", help=argparse.SUPPRESS)  # test switch, e.g. "--debug hang"
     _mpi_args(s)
     s.set_defaults(func=cmd_run)
@@ -269,13 +302,19 @@ def parser() -> argparse.ArgumentParser:
 
     from collbench.analyse.cli import add_parser as add_compare
     from collbench.ingest.cli import add_parser as add_ingest
+    from collbench.launch.slurm.cli import add_parser as add_slurm
+    from collbench.platforms.cli import add_parser as add_platforms
     from collbench.report.cli import add_parser as add_report
     from collbench.study.cli import add_parser as add_study
+    from collbench.tune.cli import add_parser as add_tune
 
     add_compare(sub)
     add_ingest(sub)
     add_report(sub)
     add_study(sub)
+    add_tune(sub)
+    add_slurm(sub)
+    add_platforms(sub)
 
     s = sub.add_parser("schema", help="print the JSON schema of campaign specs")
     s.set_defaults(func=cmd_schema)

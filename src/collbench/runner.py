@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -13,10 +14,13 @@ from types import FrameType
 from typing import Any
 
 from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
+from collbench.errors import UserError
 from collbench.launch.base import Backend, KernelCall, LaunchOutcome
+from collbench.launch.batch import BatchBackend, Done
 from collbench.plan import Launch, Plan
 from collbench.progress import Progress
 from collbench.records import make_row
+from collbench.spec import Spec, parse_spec
 from collbench.store import Store
 
 ERROR_TAIL = 600  # characters of stderr kept in each failed row
@@ -37,6 +41,7 @@ class Summary:
     by_status: dict[str, int] = field(default_factory=dict)
     points: dict[str, int] = field(default_factory=dict)
     interrupted: bool = False
+    lost: dict[str, int] = field(default_factory=dict)  # launches a scheduler killed, by state
 
 
 class _Interrupt:
@@ -96,6 +101,11 @@ def build_rows(
         if got is not None and (got.get("collective") != point.collective
                                 or got.get("size_bytes") != point.size_bytes):
             got = {"status": "failed", "error": f"kernel output out of order at line {index + 1}"}
+        elif got is not None and got.get("nprocs", launch.nprocs) != launch.nprocs:
+            # e.g. srun with a PMI plugin the MPI does not speak starts P singletons
+            got = {"status": "failed", "error": f"the kernel ran with {got.get('nprocs')} "
+                   f"process(es), planned {launch.nprocs}: the launcher did not start one "
+                   "MPI job (with srun: check run.slurm.srun_mpi)"}
         if got is None:
             status = "timeout" if outcome.status == "timeout" else "failed"
             why = (f"launch timed out after {launch.timeout_s:g} s" if status == "timeout"
@@ -136,15 +146,26 @@ def _write_samples(launch: Launch, measured: list[dict[str, Any]], path: Path) -
 
 def run_campaign(
     store: Store, plan: Plan, backend: Backend, kernel: Path, ctx: RowContext,
-    progress_stream: Any = None, debug: tuple[str, ...] = (),
+    progress_stream: Any = None, debug: tuple[str, ...] = (), spec: Spec | None = None,
 ) -> Summary:
-    """Run every launch of the plan not yet stored; return what happened."""
+    """Run every launch of the plan not yet stored; return what happened.
+
+    A batch backend (Slurm) takes all of them at once; `spec` (default: the one stored
+    with the results) gives it the scheduler settings.
+    """
     finished = store.finished()
     todo = [la for la in plan.launches if la.launch_id not in finished]
     summary = Summary(launches=len(plan.launches), skipped=len(plan.launches) - len(todo))
     estimates = {la.launch_id: replace(plan, launches=(la,)).estimate_seconds() for la in todo}
     progress = Progress(len(todo), sum(estimates.values()), progress_stream)
     intr = _Interrupt()
+    if isinstance(backend, BatchBackend):
+        if todo:
+            spec = spec or parse_spec(store.spec_text(), str(store.root / "spec.toml"))
+            with _signals(intr):
+                _run_batch(store, spec, todo, backend, kernel, ctx, debug, summary, progress,
+                           estimates, intr)
+        return summary
     with _signals(intr):
         for launch in todo:
             work = store.work_dir(launch.launch_id)
@@ -159,25 +180,70 @@ def run_campaign(
                 progress.note(f"interrupted: launch {launch.launch_id} discarded; "
                               "finished launches are stored; rerun with --resume")
                 break
-            measured = read_kernel_output(call.outfile)
-            rows = build_rows(launch, measured, outcome, ctx, backend.nodes(launch))
-            samples = _write_samples(launch, measured, work / "samples.jsonl")
-            meta = {
-                "launch_id": launch.launch_id, "status": outcome.status,
-                "command": outcome.command, "returncode": outcome.returncode,
-                "wall_s": round(outcome.wall_s, 3), "stderr_tail": outcome.stderr_tail,
-                "hosts": outcome.hosts, "points": len(launch.points),
-            }
-            store.write_launch(launch.launch_id, rows, meta, samples)
-            if outcome.status == "ok":
-                shutil.rmtree(work, ignore_errors=True)
-            summary.by_status[outcome.status] = summary.by_status.get(outcome.status, 0) + 1
-            for r in rows:
-                summary.points[r["status"]] = summary.points.get(r["status"], 0) + 1
-            ok = sum(1 for r in rows if r["status"] == "ok")
-            msg = (f"{launch.launch_id} np={launch.nprocs} {launch.mapping}: {outcome.status}, "
-                   f"{ok}/{len(rows)} points in {outcome.wall_s:.1f} s")
-            if outcome.status != "ok":
-                msg += f" — {(outcome.stderr_tail.splitlines() or [''])[-1][:160]}"
-            progress.update(estimates[launch.launch_id], msg)
+            ok = _record(store, launch, outcome, ctx, backend.nodes(launch), summary)
+            progress.update(estimates[launch.launch_id], _message(launch, outcome, ok))
     return summary
+
+
+def _record(store: Store, launch: Launch, outcome: LaunchOutcome, ctx: RowContext, nodes: int,
+            summary: Summary, extra_meta: dict[str, Any] | None = None) -> int:
+    """Store one launch that ran (its rows and meta), count it; its number of ok points."""
+    work = store.work_dir(launch.launch_id)
+    measured = read_kernel_output(work / "kernel.jsonl")
+    rows = build_rows(launch, measured, outcome, ctx, nodes)
+    samples = _write_samples(launch, measured, work / "samples.jsonl")
+    meta = {
+        "launch_id": launch.launch_id, "status": outcome.status,
+        "command": outcome.command, "returncode": outcome.returncode,
+        "wall_s": round(outcome.wall_s, 3), "stderr_tail": outcome.stderr_tail,
+        "hosts": outcome.hosts, "points": len(launch.points), **(extra_meta or {}),
+    }
+    store.write_launch(launch.launch_id, rows, meta, samples)
+    if outcome.status == "ok":
+        shutil.rmtree(work, ignore_errors=True)
+    summary.by_status[outcome.status] = summary.by_status.get(outcome.status, 0) + 1
+    for r in rows:
+        summary.points[r["status"]] = summary.points.get(r["status"], 0) + 1
+    return sum(1 for r in rows if r["status"] == "ok")
+
+
+def _message(launch: Launch, outcome: LaunchOutcome, ok: int) -> str:
+    msg = (f"{launch.launch_id} np={launch.nprocs} {launch.mapping}: {outcome.status}, "
+           f"{ok}/{len(launch.points)} points in {outcome.wall_s:.1f} s")
+    if outcome.status != "ok":
+        msg += f" — {(outcome.stderr_tail.splitlines() or [''])[-1][:160]}"
+    return msg
+
+
+def _run_batch(store: Store, spec: Spec, todo: list[Launch], backend: BatchBackend,
+               kernel: Path, ctx: RowContext, debug: tuple[str, ...], summary: Summary,
+               progress: Progress, estimates: dict[str, float], intr: _Interrupt) -> None:
+    """Hand every launch to the scheduler, then store each one as its job reports it."""
+    reports = backend.begin(store, spec, todo, kernel, debug)
+    while True:
+        for report in reports:
+            launch = report.launch
+            if isinstance(report, Done):
+                ok = _record(store, launch, report.outcome, ctx, report.nodes, summary,
+                             report.meta)
+                backend.stored(launch, report.outcome.status)
+                msg = _message(launch, report.outcome, ok)
+            else:
+                summary.lost[report.state] = summary.lost.get(report.state, 0) + 1
+                summary.by_status["lost"] = summary.by_status.get("lost", 0) + 1
+                msg = f"{launch.launch_id}: lost — {report.detail}; --resume runs it again"
+            progress.update(estimates[launch.launch_id], msg)
+        if intr.flag:
+            summary.interrupted = True
+            try:
+                jobs = backend.cancel()
+                what = f"cancelled job(s) {', '.join(jobs)}" if jobs else "no job to cancel"
+            except UserError as e:
+                what = f"could not cancel: {e}"
+            progress.note(f"interrupted: {what}; finished launches are stored; "
+                          "rerun with --resume")
+            return
+        if not backend.active():
+            return
+        time.sleep(backend.poll_interval_s)
+        reports = backend.poll()

@@ -35,6 +35,8 @@ from pydantic_core import ErrorDetails, core_schema
 
 from collbench.catalog.collectives import COLLECTIVES, OSU_LARGE_THRESHOLD, POINT_TO_POINT
 from collbench.errors import UserError, did_you_mean
+from collbench.launch.simgrid_config import SimgridConfig
+from collbench.launch.slurm.config import SlurmConfig
 from collbench.sizes import expand_sizes, format_size, parse_size
 
 ALL: Final = "all"
@@ -381,6 +383,11 @@ class Run(_Table):
     selection: Annotated[str, AfterValidator(_one_of(SELECTIONS)), _enum(SELECTIONS)] = Field(
         "auto", description="How algorithms are forced: mpit (switched inside a launch), "
                             "launch (one launch per algorithm), auto (mpit where possible).")
+    slurm: SlurmConfig = Field(default_factory=SlurmConfig,
+                               description="Scheduler settings for backend = \"slurm\".")
+    simgrid: SimgridConfig = Field(default_factory=SimgridConfig,
+                                   description="Platform and options for backend = "
+                                               "\"simgrid\" (SimGrid SMPI).")
 
 
 class ExcludeEntry(_Table):

@@ -78,6 +78,8 @@ def register(cls: type[Backend]) -> type[Backend]:
 def get_backend(name: str, mpi: MpiInstall) -> Backend:
     # Import the built-in backends so they register themselves.
     from collbench.launch import fake, local  # noqa: F401
+    from collbench.launch import simgrid as _simgrid  # noqa: F401
+    from collbench.launch.slurm import backend as _slurm  # noqa: F401
 
     if name not in _REGISTRY:
         raise choice_error("--backend", "backend", name, sorted(_REGISTRY))

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 
 from collbench.catalog.mpi import launcher_env
+from collbench.launch import allocation
 from collbench.launch.base import Backend, KernelCall, LaunchOutcome, register
 from collbench.launch.process import run_group
 from collbench.plan import Launch
@@ -69,4 +70,14 @@ class LocalBackend(Backend):
         else:
             status = "ok" if done.returncode == 0 else "failed"
         return LaunchOutcome(status, argv, done.returncode, done.wall_s, done.stderr_tail,  # type: ignore[arg-type]
-                             [os.uname().nodename])
+                             self._hosts(launch))
+
+    # Inside a Slurm allocation mpirun spreads ranks over its nodes by itself.
+    def nodes(self, launch: Launch) -> int:
+        return allocation.nodes_for(launch, allocation.current())
+
+    def _hosts(self, launch: Launch) -> list[str]:
+        alloc = allocation.current()
+        if alloc is None or not alloc.nodes:
+            return [os.uname().nodename]
+        return list(alloc.nodes[:alloc.nodes_used(launch.nprocs, launch.mapping)])

@@ -1,0 +1,72 @@
+"""The `[run.simgrid]` table of a campaign spec: which simulated platform and options.
+
+Self-contained (pydantic only) because collbench.spec imports it; problems are raised as
+spec's _Problem (imported when raised) so they read like every other spec error:
+`<file>: run.simgrid.<key>: <problem>; valid: ...`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from collbench.errors import did_you_mean
+
+# --cfg keys collbench sets for every launch: placement, algorithm forcing, determinism.
+RESERVED_CFG: Final = re.compile(
+    r"smpi/(np|hostfile|coll-selector|privatization|simulate-computation|wtime|"
+    r"auto-shared-malloc-thresh|barrier|bcast|gather|scatter|reduce|allreduce|allgather|"
+    r"allgatherv|alltoall|alltoallv|reduce_scatter)")
+
+
+def _problem(message: str, *path: str | int) -> ValueError:
+    from collbench.spec import _Problem  # spec is fully loaded whenever a spec validates
+
+    return _Problem(message, *path)
+
+
+def _cfg(value: str) -> str:
+    key, sep, _ = value.partition(":")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9_/-]+", key):
+        raise _problem(f"{value!r} is not a SimGrid option; write 'key:value', e.g. "
+                       "'smpi/or:0:1e-7:0' (see smpirun's --help-cfg)")
+    if RESERVED_CFG.fullmatch(key):
+        raise _problem(f"{key!r} is set by collbench for every launch (placement, algorithm "
+                       "forcing, determinism); remove it")
+    return value
+
+
+def _auto(value: Any) -> Any:
+    if value == "auto" or isinstance(value, bool):
+        return value
+    raise _problem(f"expected \"auto\", true or false, got {value!r}")
+
+
+class SimgridConfig(BaseModel):
+    """Settings for backend = "simgrid" (SimGrid SMPI)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    platform: str | None = Field(
+        None, description="Built-in platform (`collbench platforms`) or path to a cluster "
+                          "TOML; `collbench run --platform` overrides it.")
+    cfg: list[Annotated[str, AfterValidator(_cfg)]] = Field(
+        default_factory=list, description="More SimGrid options, 'key:value' each, passed as "
+                                          "--cfg=key:value after collbench's own.")
+    shared_malloc: Annotated[Literal["auto"] | bool, BeforeValidator(_auto)] = Field(
+        "auto", description="Let simulated ranks share buffers of 64 KiB and more (memory at "
+                            "scale); auto: on unless measure.validate (shared buffers "
+                            "cannot be checked).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            valid = list(cls.model_fields)
+            for key in data:
+                if key not in valid:
+                    raise _problem(f"unknown key {key!r}; valid: {', '.join(valid)}"
+                                   f"{did_you_mean(key, valid)}", key)
+        return data

@@ -1,0 +1,116 @@
+"""The command one launch runs inside the allocation: srun (direct launch) or mpirun.
+
+Placement follows the spec's map_by / bind_to: mpirun gets them verbatim (as in a local
+run; inside an allocation it takes the nodes and slots from Slurm), srun gets the
+equivalent --distribution / --cpu-bind and a node count. Every rank first records the
+node it runs on (PROBE) and then execs the kernel, so the launch's node list is what
+really happened, not what was asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from collbench.catalog.mpi import MpiInstall
+from collbench.errors import UserError
+from collbench.launch.base import KernelCall
+from collbench.launch.local import LocalBackend
+from collbench.launch.slurm.config import SlurmConfig
+from collbench.plan import Launch
+
+# $0 is the launch's work directory; the rank variable comes from PMIx (Open MPI, srun
+# --mpi=pmix) or PMI (MPICH, pmi2); the pid keeps names unique if neither is set.
+PROBE: Final = 'uname -n >"$0/hosts/${PMIX_RANK:-${PMI_RANK:-x}}.$$"; exec "$@"'
+HOSTS_DIR: Final = "hosts"
+
+# --map-by -> srun --distribution (node level : socket level)
+DISTRIBUTION: Final = {
+    "core": "block:block", "hwthread": "block:block", "slot": "block:block",
+    "socket": "block:cyclic", "numa": "block:cyclic", "node": "cyclic:block",
+}
+# --bind-to -> srun --cpu-bind
+CPU_BIND: Final = {"core": "cores", "hwthread": "threads", "socket": "sockets",
+                   "numa": "ldoms", "none": "none"}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The allocation every job asks for."""
+
+    nodes: int
+    tasks_per_node: int
+
+    @property
+    def slots(self) -> int:
+        return self.nodes * self.tasks_per_node
+
+
+def shape_of(cfg: SlurmConfig, nprocs: list[int]) -> Shape:
+    tpn = cfg.tasks_per_node or math.ceil(max(nprocs) / cfg.nodes)
+    return Shape(cfg.nodes, tpn)
+
+
+def check_fits(launches: list[Launch], shape: Shape, source: str) -> None:
+    for launch in launches:
+        if launch.nprocs > shape.slots and not launch.oversubscribe:
+            raise UserError(
+                f"{source}: measure.nprocs: {launch.nprocs} processes do not fit in "
+                f"run.slurm.nodes × tasks_per_node = {shape.nodes} × {shape.tasks_per_node}; "
+                "raise those, or set run.oversubscribe = true")
+
+
+def nodes_used(launch: Launch, shape: Shape) -> int:
+    """Nodes the ranks land on: round-robin for map_by node, else filling nodes in order."""
+    if launch.mapping == "node":
+        return max(1, min(shape.nodes, launch.nprocs))
+    return max(1, min(shape.nodes, math.ceil(launch.nprocs / shape.tasks_per_node)))
+
+
+def srun_mpi(cfg: SlurmConfig, mpi: MpiInstall, available: list[str] | None) -> str:
+    """The --mpi plugin; `available` is `srun --mpi=list` (None: srun not here to ask)."""
+    want = cfg.srun_mpi
+    if want == "auto":
+        want = "pmi2" if mpi.implementation == "mpich" else "pmix"
+        if available is not None and want not in available:
+            raise UserError(
+                f"run.slurm.srun_mpi: srun here has no {want} plugin (srun --mpi=list: "
+                f"{', '.join(available) or 'nothing'}), which {mpi.implementation} needs to "
+                "start as one job under srun; valid: launcher = \"mpirun\", or srun_mpi = "
+                f"{', '.join(available) or 'none'}")
+    return want
+
+
+def _probed(work: Path, kernel_argv: list[str]) -> list[str]:
+    return ["sh", "-c", PROBE, str(work), *kernel_argv]
+
+
+def launch_command(cfg: SlurmConfig, mpi: MpiInstall, launch: Launch, call: KernelCall,
+                   shape: Shape, mpi_plugin: str) -> tuple[list[str], dict[str, str]]:
+    """(argv, extra environment) that run this launch inside the allocation."""
+    work = call.jobfile.parent
+    kernel = call.argv(launch)
+    env = dict(launch.env)
+    if cfg.launcher == "mpirun":
+        argv = LocalBackend(mpi).command(launch, call)
+        return argv[:len(argv) - len(kernel)] + _probed(work, kernel), env
+    # srun takes no --mca: Open MPI reads the same settings from OMPI_MCA_* variables.
+    env.update({f"OMPI_MCA_{k}": v for k, v in launch.mca})
+    argv = ["srun", f"--mpi={mpi_plugin}", "--kill-on-bad-exit=1",
+            "-n", str(launch.nprocs), "-N", str(nodes_used(launch, shape)),
+            f"--distribution={DISTRIBUTION[launch.mapping]}",
+            f"--cpu-bind={CPU_BIND[launch.binding]}"]
+    if launch.oversubscribe:
+        argv.append("--overcommit")
+    return argv + _probed(work, kernel), env
+
+
+def job_environment(cfg: SlurmConfig, mpi: MpiInstall) -> dict[str, str]:
+    """Variables the whole job needs."""
+    if cfg.launcher == "srun" and (mpi.bindir / "ompirun_wrapper").exists():
+        # The Open MPI wheel is built for another prefix; its mpirun wrapper sets
+        # OPAL_PREFIX, but srun starts the kernel directly (else help texts go missing).
+        return {"OPAL_PREFIX": str(mpi.bindir.parent)}
+    return {}

@@ -1,0 +1,96 @@
+"""The sbatch script of one job: #SBATCH lines, then one marker-writing call per launch.
+
+Every value is quoted with shlex.quote (sbatch honours shell quoting in #SBATCH lines
+too). The script needs nothing but bash and coreutils on the compute node: it does not
+run Python, so it also works where collbench is not installed beside the MPI.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from collbench import __version__
+from collbench.launch.slurm.commands import Shape
+from collbench.launch.slurm.config import SlurmConfig, format_time_limit
+
+KILL_AFTER_S: Final = 10  # timeout's grace between TERM and KILL
+STEP_MARGIN_S: Final = 5  # per launch: markers, srun/mpirun start beyond the kernel
+JOB_MARGIN_S: Final = 60  # per job: prolog, queue-to-start, epilog
+
+# One launch: skip it if an earlier job finished it, else record where and when it
+# starts, run it under the per-launch timeout, and publish its exit status atomically.
+_FUNCTION: Final = """\
+collbench_launch() {  # WORK_DIR TIMEOUT_S COMMAND...
+    local dir="$1" limit="$2" rc start
+    shift 2
+    if [ -e "$dir/done" ] || [ -e "$dir/done.stored" ]; then return 0; fi
+    rm -rf "$dir/hosts" "$dir/kernel.jsonl" "$dir/done.tmp"
+    mkdir -p "$dir/hosts" || return 0
+    start="$(date +%s.%N)"
+    printf 'job=%s\\nnodelist=%s\\nstart=%s\\n' "${SLURM_JOB_ID:-}" \\
+        "${SLURM_JOB_NODELIST:-}" "$start" >"$dir/started"
+    timeout --kill-after=KILL_AFTER "$limit" "$@" \\
+        >"$dir/stdout.txt" 2>"$dir/stderr.txt" </dev/null
+    rc=$?
+    printf 'rc=%s\\nstart=%s\\nend=%s\\njob=%s\\n' "$rc" "$start" "$(date +%s.%N)" \\
+        "${SLURM_JOB_ID:-}" >"$dir/done.tmp" && mv -f "$dir/done.tmp" "$dir/done"
+}
+""".replace("KILL_AFTER", str(KILL_AFTER_S))
+
+
+@dataclass(frozen=True)
+class JobLaunch:
+    launch_id: str
+    work: Path
+    timeout_s: float
+    argv: list[str]
+    env: dict[str, str]
+
+    def seconds_needed(self) -> int:
+        return int(self.timeout_s + 0.999) + KILL_AFTER_S + STEP_MARGIN_S
+
+
+def job_seconds(launches: list[JobLaunch]) -> int:
+    return JOB_MARGIN_S + sum(jl.seconds_needed() for jl in launches)
+
+
+def sbatch_options(cfg: SlurmConfig, name: str, shape: Shape, time_s: int | None,
+                   output: Path) -> list[str]:
+    """Options in #SBATCH order; `time_s` None: the spec's own time_limit string."""
+    opts = [f"--job-name={name}", f"--nodes={shape.nodes}",
+            f"--ntasks-per-node={shape.tasks_per_node}",
+            f"--time={cfg.time_limit if time_s is None else format_time_limit(time_s)}",
+            f"--output={output}"]
+    for key, value in (("partition", cfg.partition), ("account", cfg.account),
+                       ("qos", cfg.qos), ("constraint", cfg.constraint)):
+        if value:
+            opts.append(f"--{key}={value}")
+    if cfg.exclusive:
+        opts.append("--exclusive")
+    return opts + list(cfg.extra_sbatch)
+
+
+def render(options: list[str], launches: list[JobLaunch], job_env: dict[str, str],
+           summary: str) -> str:
+    lines = ["#!/bin/bash"]
+    lines += [f"#SBATCH {shlex.quote(opt)}" for opt in options]
+    lines += [
+        f"# collbench {__version__}: {summary}",
+        "# Each launch leaves marker files in its work directory: started, done (exit",
+        "# status), kernel.jsonl, stdout.txt, stderr.txt, hosts/ (the node of each rank).",
+        "# `collbench run SPEC -o RESULTS --resume` collects them; done launches are skipped.",
+        "set -u",
+        "# Killed by Slurm (scancel, time limit, preemption): leave no done marker, so that",
+        "# `collbench run --resume` runs the launch again.",
+        "trap 'exit 143' TERM INT",
+    ]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(job_env.items())]
+    lines += ["", _FUNCTION]
+    for jl in launches:
+        env = [f"{k}={v}" for k, v in sorted(jl.env.items())]
+        cmd = [str(jl.work), f"{jl.timeout_s:g}", *(["env", *env] if env else []), *jl.argv]
+        lines.append(f"collbench_launch {shlex.join(cmd)}")
+    return "\n".join(lines) + "\n"

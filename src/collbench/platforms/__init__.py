@@ -1,0 +1,1 @@
+"""Simulated clusters: descriptions (TOML), SimGrid platform files, placement, calibration."""

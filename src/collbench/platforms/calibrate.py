@@ -1,0 +1,236 @@
+"""Fill a cluster description from measured ping-pongs, and prove it reproduces them.
+
+Method (docs/simgrid.md, "Calibration"):
+1. Ping-pong rows of a results folder (collective "latency", collbench runs or ingested
+   osu_latency files) are grouped by placement level: --map-by core = intra_socket,
+   socket = inter_socket, node = inter_node; the median over repetitions is kept.
+2. Per level, a Hockney line T(m) = α + m·β is fitted by least squares on relative error
+   (small and large messages count alike): latency_us = α, bandwidth_mbs = 1/β.
+3. What a straight line misses (eager/rendezvous switches, cache effects) goes into SMPI's
+   size-dependent factors, one bucket per measured size: T = α·lat(m) + (m+16)·β/bw(m)
+   (SMPI adds a 16-byte envelope). The factors are global in SMPI, so each bucket is a
+   small least-squares fit over the levels measured at that size.
+4. The description is then simulated (real smpirun, platforms.pingpong) and each bucket's
+   factors are scaled by measured/simulated until the simulation reproduces the
+   measurement (or ROUNDS are spent); the errors that remain are reported and written to
+   the [calibration] table.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from collbench.errors import UserError
+from collbench.platforms.model import Cluster, Level
+from collbench.platforms.placement import LEVEL_OF_MAPPING
+from collbench.platforms.simgrid_xml import SMPI_ENVELOPE
+from collbench.store import Store
+
+ROUNDS: Final = 4
+GOOD_ENOUGH_PCT: Final = 0.5  # stop correcting once every point is this close
+RIDGE: Final = 1e-4  # pulls a bucket's two factors towards 1 where the data cannot tell
+
+Points = dict[int, float]  # size_bytes -> one-way latency (µs)
+Simulate = Callable[[Cluster, list[str], list[int]], dict[str, Points]]
+
+
+@dataclass
+class Calibration:
+    cluster: Cluster
+    measured: dict[str, Points]
+    simulated: dict[str, Points]
+    kept: list[str]  # levels not measured: kept from the base description
+    notes: list[str] = field(default_factory=list)
+
+    def errors_pct(self) -> dict[str, Points]:
+        return {lv: {s: 100.0 * (self.simulated[lv][s] / t - 1.0) for s, t in pts.items()}
+                for lv, pts in self.measured.items()}
+
+    def max_error_pct(self) -> float:
+        return max(abs(e) for errs in self.errors_pct().values() for e in errs.values())
+
+
+# --- reading ------------------------------------------------------------------------------
+
+def read_pingpongs(results: Path) -> tuple[dict[str, Points], list[str]]:
+    """Median one-way latency per level and size from a results folder; and notes."""
+    con = Store(results).connect()
+    try:
+        rows = con.execute(
+            "SELECT mapping, nodes, size_bytes, avg_us, collective FROM measurements "
+            "WHERE collective IN ('latency', 'bw') AND status = 'ok' AND avg_us IS NOT NULL"
+        ).fetchall()
+    finally:
+        con.close()
+    notes: list[str] = []
+    by_level: dict[str, dict[int, list[float]]] = {}
+    skipped_bw = skipped_one_node = 0
+    for mapping, nodes, size, avg, coll in rows:
+        if coll == "bw":
+            skipped_bw += 1
+            continue
+        if mapping is None:
+            if not nodes or nodes < 2:
+                raise UserError(f"{results}: latency rows without a mapping; ingest OSU files "
+                                "with --mapping core|socket|node (or --nodes 2 for inter-node)")
+            mapping = "node"
+        if mapping not in LEVEL_OF_MAPPING:
+            raise UserError(f"{results}: latency rows with mapping {mapping!r} cannot be "
+                            f"placed on a level; valid: {', '.join(LEVEL_OF_MAPPING)}")
+        if mapping == "node" and nodes is not None and nodes < 2:
+            skipped_one_node += 1  # --map-by node inside one machine: not inter-node
+            continue
+        by_level.setdefault(LEVEL_OF_MAPPING[mapping], {}).setdefault(int(size), []).append(
+            float(avg))
+    if skipped_bw:
+        notes.append(f"{skipped_bw} bw rows not used: the platform is fitted to ping-pong "
+                     "latency (osu_bw's streaming bandwidth is usually higher)")
+    if skipped_one_node:
+        notes.append(f"{skipped_one_node} latency rows with --map-by node on one node skipped "
+                     "(not an inter-node ping-pong)")
+    if not by_level:
+        raise UserError(f"{results}: no ok latency rows; measure ping-pongs first (collective "
+                        "\"latency\", map_by core/socket/node) or ingest osu_latency files")
+    measured = {lv: {s: statistics.median(v) for s, v in sorted(pts.items())}
+                for lv, pts in by_level.items()}
+    for lv, pts in measured.items():
+        if len(pts) < 2:
+            raise UserError(f"{results}: {lv} ping-pong at one size only; a latency/"
+                            "bandwidth fit needs at least two sizes")
+    return measured, notes
+
+
+# --- fitting ------------------------------------------------------------------------------
+
+def _solve2(a11: float, a12: float, a22: float, b1: float, b2: float) -> tuple[float, float]:
+    det = a11 * a22 - a12 * a12
+    if abs(det) < 1e-300:
+        raise ZeroDivisionError
+    return (b1 * a22 - b2 * a12) / det, (a11 * b2 - a12 * b1) / det
+
+
+def hockney(points: Points) -> tuple[float, float]:
+    """(α µs, β µs/byte) minimising Σ((α + mβ)/T − 1)² over the points."""
+    rows = [(1.0 / t, m / t) for m, t in points.items()]
+    a11 = sum(a * a for a, _ in rows)
+    a12 = sum(a * b for a, b in rows)
+    a22 = sum(b * b for _, b in rows)
+    alpha, beta = _solve2(a11, a12, a22, sum(a for a, _ in rows), sum(b for _, b in rows))
+    big, t_big = max(points.items())
+    small = min(points.values())
+    alpha = alpha if alpha > 0 else 0.5 * small
+    if beta <= 0:
+        beta = max((t_big - alpha) / big, 1e-9) if big else 1e-9
+    return alpha, beta
+
+
+def _bucket(terms: list[tuple[float, float]]) -> tuple[float, float]:
+    """(x, y) minimising Σ(A x + B y − 1)² + RIDGE·((x−1)² + (y−1)²)."""
+    a11 = sum(a * a for a, _ in terms) + RIDGE
+    a12 = sum(a * b for a, b in terms)
+    a22 = sum(b * b for _, b in terms) + RIDGE
+    try:
+        x, y = _solve2(a11, a12, a22, sum(a for a, _ in terms) + RIDGE,
+                       sum(b for _, b in terms) + RIDGE)
+    except ZeroDivisionError:
+        x = y = -1.0
+    if x <= 0 or y <= 0:  # one common factor instead
+        z = sum(a + b for a, b in terms) / sum((a + b) ** 2 for a, b in terms)
+        x = y = z
+    return x, y
+
+
+def fit_factors(measured: Mapping[str, Points], params: Mapping[str, tuple[float, float]]
+                ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """(lat_factor, bw_factor) tables, one entry per measured size (collbench's form)."""
+    sizes = sorted({s for pts in measured.values() for s in pts})
+    lat, bw = [], []
+    for k, size in enumerate(sizes):
+        terms = [(params[lv][0] / pts[size], (size + SMPI_ENVELOPE) * params[lv][1] / pts[size])
+                 for lv, pts in measured.items() if size in pts]
+        x, y = _bucket(terms)
+        start = 0 if k == 0 else sizes[k - 1] + 1  # from just above the previous size
+        lat.append((start, x))
+        bw.append((start, 1.0 / y))
+    return lat, bw
+
+
+def _with(base: Cluster, params: Mapping[str, tuple[float, float]],
+          lat: list[tuple[int, float]], bw: list[tuple[int, float]]) -> Cluster:
+    fitted = {name: Level(latency_us=alpha, bandwidth_mbs=1.0 / beta)
+              for name, (alpha, beta) in params.items()}
+    levels = base.levels.model_copy(update=fitted)
+    smpi = base.smpi.model_copy(update={"lat_factor": lat, "bw_factor": bw})
+    return base.model_copy(update={"levels": levels, "smpi": smpi})
+
+
+def _check_base(base: Cluster, measured: Mapping[str, Points]) -> None:
+    if "inter_node" in measured and base.nodes < 2:
+        raise UserError(f"--from {base.name}: the results have inter-node ping-pongs but the "
+                        "platform has 1 node; start from a description with 2 or more nodes")
+    if "inter_socket" in measured and base.sockets_per_node < 2:
+        raise UserError(f"--from {base.name}: the results have inter-socket ping-pongs but "
+                        "the platform has 1 socket per node")
+
+
+def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
+              source: str) -> Calibration:
+    """A description reproducing `measured` in simulation (see the module docstring)."""
+    _check_base(base, measured)
+    params = {lv: hockney(pts) for lv, pts in measured.items()}
+    lat, bw = fit_factors(measured, params)
+    levels, sizes = list(measured), sorted({s for pts in measured.values() for s in pts})
+    cluster = _with(base, params, lat, bw)
+    simulated = simulate(cluster, levels, sizes)
+    for _ in range(ROUNDS):
+        worst = max(abs(simulated[lv][s] / t - 1) for lv, pts in measured.items()
+                    for s, t in pts.items())
+        if 100 * worst <= GOOD_ENOUGH_PCT:
+            break
+        lat, bw = _corrected(lat, bw, sizes, measured, simulated)
+        cluster = _with(base, params, lat, bw)
+        simulated = simulate(cluster, levels, sizes)
+    kept = [lv for lv in ("intra_socket", "inter_socket", "inter_node")
+            if lv not in measured and base.level(lv) is not None]
+    result = Calibration(cluster, measured, simulated, kept)
+    if kept:
+        result.notes.append(f"not measured, kept from {base.name}: {', '.join(kept)}; the "
+                            "size factors were fitted on the measured levels only")
+    result.cluster = cluster.model_copy(update={"calibration": _summary(result, source)})
+    return result
+
+
+def _corrected(lat: list[tuple[int, float]], bw: list[tuple[int, float]], sizes: list[int],
+               measured: Mapping[str, Points], simulated: Mapping[str, Points]
+               ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """Scale each bucket by the geometric mean of measured/simulated over the levels."""
+    new_lat, new_bw = [], []
+    for (start, x), (_, b), size in zip(lat, bw, sizes, strict=True):
+        ratios = [pts[size] / simulated[lv][size] for lv, pts in measured.items()
+                  if size in pts]
+        r = math.exp(sum(math.log(q) for q in ratios) / len(ratios))
+        new_lat.append((start, x * r))
+        new_bw.append((start, b / r))
+    return new_lat, new_bw
+
+
+def _summary(result: Calibration, source: str) -> dict[str, Any]:
+    errs = result.errors_pct()
+    out: dict[str, Any] = {
+        "source": source, "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "method": "Hockney fit per level + SMPI size factors, checked by simulating the "
+                  "ping-pong (docs/simgrid.md)",
+        "levels_measured": sorted(result.measured),
+        "sizes": len({s for pts in result.measured.values() for s in pts}),
+    }
+    for lv, e in sorted(errs.items()):
+        out[f"max_error_pct_{lv}"] = round(max(abs(v) for v in e.values()), 3)
+    if result.kept:
+        out["levels_kept"] = result.kept
+    return out

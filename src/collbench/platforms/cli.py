@@ -1,0 +1,199 @@
+"""`collbench platforms`, `collbench platform new|show|xml|calibrate`, and the SMPI
+algorithm table behind `collbench algorithms --backend simgrid`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from collbench.errors import UserError, choice_error
+from collbench.platforms.model import TOPOLOGIES, builtin_names, load_cluster
+from collbench.tables import render
+
+FORMATS = ("table", "csv", "json")
+
+
+def _row(name: str) -> dict[str, Any]:
+    c, _, _ = load_cluster(name)
+    row: dict[str, Any] = {"platform": name, "nodes": c.nodes, "sockets": c.sockets_per_node,
+                           "cores/socket": c.cores_per_socket, "cores": c.cores,
+                           "topology": c.topology.kind}
+    for level, short in (("intra_socket", "socket"), ("inter_socket", "x-socket"),
+                         ("inter_node", "node")):
+        lv = c.level(level)
+        row[f"{short} µs"] = lv.latency_us if lv else None
+        row[f"{short} MB/s"] = lv.bandwidth_mbs if lv else None
+    return row
+
+
+def cmd_platforms(args: argparse.Namespace) -> int:
+    rows = [_row(name) for name in builtin_names()]
+    if args.format == "json":
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(render(rows, list(rows[0]), args.format))
+    if args.format == "table":
+        print("\nPer level: one-way ping-pong latency (µs) and bandwidth (MB/s). Details: "
+              "`collbench platform show NAME`; your own: `collbench platform new FILE`.")
+    return 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from collbench.platforms.model import parse_cluster
+    from collbench.platforms.template import Shape, new_template
+
+    if args.file.exists() and not args.force:
+        raise UserError(f"{args.file}: already exists; add --force to overwrite it")
+    if args.topology not in TOPOLOGIES:
+        raise choice_error("--topology", "topology", args.topology, TOPOLOGIES)
+    name = args.name or args.file.stem
+    text = new_template(Shape(name, args.nodes, args.sockets, args.cores, args.topology,
+                              args.nodes_per_leaf))
+    cluster = parse_cluster(text, str(args.file))  # the template must load as written
+    args.file.write_text(text)
+    print(f"wrote {args.file}: {cluster.summary()}; edit the per-level numbers, or fill them "
+          f"with `collbench platform calibrate RESULTS -o {args.file} --from {args.file}`")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    cluster, text, path = load_cluster(args.platform)
+    print(f"# {cluster.name}: {cluster.summary()} — {path}")
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_xml(args: argparse.Namespace) -> int:
+    from collbench.platforms.simgrid_xml import platform_xml
+
+    cluster, _, _ = load_cluster(args.platform)
+    xml = platform_xml(cluster)
+    if args.out:
+        args.out.write_text(xml)
+        print(f"wrote {args.out}: {cluster.summary()}")
+    else:
+        sys.stdout.write(xml)
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from collbench.launch.simgrid import build_smpi_kernel, find_smpi
+    from collbench.platforms.calibrate import calibrate, read_pingpongs
+    from collbench.platforms.model import Cluster, parse_cluster
+    from collbench.platforms.pingpong import simulate_pingpong
+    from collbench.platforms.template import Shape, cluster_toml, new_template
+
+    if args.out.exists() and not args.force and args.out != args.base:
+        raise UserError(f"{args.out}: already exists; add --force to overwrite it")
+    measured, notes = read_pingpongs(args.results)
+    if args.base is None:
+        name = args.name or args.out.stem
+        base = parse_cluster(new_template(Shape(name)), "template")
+        notes.append("node/socket/core counts and topology are the template's (2 × 2 × 12, "
+                     f"flat): edit them in {args.out}, or pass --from")
+    else:
+        base, _, _ = load_cluster(args.base)
+        if args.name:
+            base = base.model_copy(update={"name": args.name})
+    tools = find_smpi()
+    kernel = build_smpi_kernel(tools).path
+
+    def simulate(cluster: Cluster, levels: list[str], sizes: list[int]) -> dict[str, Any]:
+        return simulate_pingpong(cluster, levels, sizes, tools.smpirun, kernel)
+
+    result = calibrate(measured, base, simulate, str(args.results))
+    header = (f"# {result.cluster.name}: calibrated by `collbench platform calibrate` from "
+              f"{args.results}\n# (Hockney fit per level + SMPI size factors; the simulated "
+              "ping-pong is checked against the measured one: see [calibration]).")
+    args.out.write_text(cluster_toml(result.cluster, header))
+    rows = [{"level": lv, "size_bytes": s, "measured_us": round(t, 4),
+             "simulated_us": round(result.simulated[lv][s], 4),
+             "error_pct": round(result.errors_pct()[lv][s], 2)}
+            for lv, pts in result.measured.items() for s, t in pts.items()]
+    print(render(rows, list(rows[0]), "table"))
+    for lv in result.measured:
+        level = result.cluster.level(lv)
+        assert level is not None
+        print(f"{lv}: latency {level.latency_us:.4g} µs, bandwidth {level.bandwidth_mbs:.6g} "
+              "MB/s (Hockney fit)")
+    for note in notes + result.notes:
+        print(f"note: {note}")
+    print(f"wrote {args.out}: simulated ping-pong within {result.max_error_pct():.2f} % of "
+          "the measured one at every size")
+    return 0
+
+
+def cmd_algorithms_simgrid(args: argparse.Namespace, base: Any) -> int:
+    """What SMPI runs for each of the library's algorithm names (collbench algorithms)."""
+    from collbench.catalog.collectives import COLLECTIVES
+    from collbench.catalog.simgrid import mapping_rows
+
+    rows = mapping_rows(base)
+    if args.collective:
+        if args.collective not in COLLECTIVES:
+            raise choice_error("collbench algorithms", "collective", args.collective,
+                               list(COLLECTIVES))
+        rows = [r for r in rows if r["collective"] == args.collective]
+    print(f"# {base.implementation} {base.version} names -> SimGrid SMPI algorithms "
+          "(--cfg=smpi/<collective>:<smpi>); '-' = not in SMPI, rejected before a run")
+    print(render(rows, ["collective", "algorithm", "smpi", "relation", "note"], args.format))
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    s = sub.add_parser("platforms", help="built-in simulated clusters and their parameters")
+    s.add_argument("--format", choices=FORMATS, default="table")
+    s.set_defaults(func=cmd_platforms)
+
+    p = sub.add_parser("platform", help="describe, inspect and calibrate a simulated cluster")
+    psub = p.add_subparsers(dest="platform_command", required=True)
+
+    s = psub.add_parser("new", help="write a commented cluster description to fill in")
+    s.add_argument("file", type=Path)
+    s.add_argument("--name", help="platform name (default: the file name)")
+    s.add_argument("--nodes", type=_positive, default=2)
+    s.add_argument("--sockets", type=_positive, default=2, help="sockets per node")
+    s.add_argument("--cores", type=_positive, default=12, help="cores per socket")
+    s.add_argument("--topology", default="flat", help=f"one of: {', '.join(TOPOLOGIES)}")
+    s.add_argument("--nodes-per-leaf", type=_positive, default=16,
+                   help="fat-tree: nodes under one leaf switch")
+    s.add_argument("--force", action="store_true", help="overwrite an existing file")
+    s.set_defaults(func=cmd_new)
+
+    s = psub.add_parser("show", help="print a platform's description (built-in or file)")
+    s.add_argument("platform")
+    s.set_defaults(func=cmd_show)
+
+    s = psub.add_parser("xml", help="write the SimGrid platform file collbench generates")
+    s.add_argument("platform")
+    s.add_argument("-o", "--out", type=Path)
+    s.set_defaults(func=cmd_xml)
+
+    s = psub.add_parser("calibrate", help="fill per-level latency/bandwidth from measured "
+                                          "ping-pongs in a results folder")
+    s.add_argument("results", type=Path)
+    s.add_argument("-o", "--out", type=Path, required=True, help="cluster TOML to write")
+    s.add_argument("--from", dest="base", type=_platform,
+                   help="description giving nodes, sockets, cores and topology (built-in "
+                        "or file; default: the `platform new` template)")
+    s.add_argument("--name", help="platform name (default: the output file name)")
+    s.add_argument("--force", action="store_true", help="overwrite an existing file")
+    s.set_defaults(func=cmd_calibrate)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _platform(text: str) -> Path | str:
+    return text if text in builtin_names() else Path(text)
+

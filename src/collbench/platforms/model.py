@@ -1,0 +1,244 @@
+"""A cluster description (TOML): nodes, sockets, cores, per-level latency/bandwidth, topology.
+
+Validated with pydantic; every problem is one line `<file>: <key.path>: <problem>; valid:
+...`, reported before any simulation starts. The numbers per level are what a ping-pong
+between two ranks measures at that level (OSU's one-way latency and bandwidth in MB/s =
+1e6 B/s): `intra_socket` (two cores of one socket), `inter_socket` (two sockets of one
+node), `inter_node` (two nodes). collbench.platforms.simgrid_xml turns it into SimGrid XML.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from collbench.errors import UserError, did_you_mean
+from collbench.spec import format_validation_error
+
+TOPOLOGIES: Final = ("flat", "fat-tree")
+LEVELS: Final = ("intra_socket", "inter_socket", "inter_node")
+MAX_CORES: Final = 1 << 17  # beyond this SMPI's one-process simulation is out of reach
+# --cfg keys collbench sets per launch (placement, algorithm forcing): not for a platform.
+_RESERVED: Final = re.compile(r"^smpi/(np|hostfile|coll-selector|privatization|barrier|bcast|"
+                              r"gather|scatter|reduce|allreduce|allgather|allgatherv|alltoall|"
+                              r"alltoallv|reduce_scatter)$")
+_BUILTIN_DIR: Final = "builtin"
+
+
+class _Problem(ValueError):
+    pass
+
+
+def _one_of(choices: tuple[str, ...]) -> AfterValidator:
+    def check(value: str) -> str:
+        if value not in choices:
+            raise _Problem(f"{value!r} is not valid; valid: {', '.join(choices)}"
+                           f"{did_you_mean(value, choices)}")
+        return value
+    return AfterValidator(check)
+
+
+def _name(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
+        raise _Problem(f"{value!r} is not a valid name; use letters, digits, '_', '.' and '-'")
+    return value
+
+
+def _cfg_item(value: str) -> str:
+    key, sep, _ = value.partition(":")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9_/-]+", key):
+        raise _Problem(f"{value!r} is not a SimGrid option; write 'key:value', e.g. "
+                       "'smpi/or:0:1e-7:0'")
+    if _RESERVED.match(key):
+        raise _Problem(f"{key!r} is set by collbench for every launch (placement and "
+                       "algorithm forcing); remove it")
+    return value
+
+
+def _pairs(value: Any) -> Any:
+    """TOML arrays [[bytes, factor], ...] as tuples (strict mode wants tuples)."""
+    if isinstance(value, list):
+        return [tuple(v) if isinstance(v, list) else v for v in value]
+    return value
+
+
+def _factors(value: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    if not value or value[0][0] != 0:
+        raise _Problem("the first entry must start at 0 bytes, e.g. [[0, 1.0], [65536, 0.9]]")
+    for (a, _), (b, _) in itertools.pairwise(value):
+        if b <= a:
+            raise _Problem(f"sizes must increase: {b} comes after {a}")
+    for size, factor in value:
+        if factor <= 0:
+            raise _Problem(f"factor {factor} at {size} B must be greater than 0")
+    return value
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            valid = list(cls.model_fields)
+            for key in data:
+                if key not in valid:
+                    raise _Problem(f"unknown key {key!r}; valid: {', '.join(valid)}"
+                                   f"{did_you_mean(key, valid)}")
+        return data
+
+
+Positive = Annotated[float, Field(gt=0)]
+Factors = Annotated[list[tuple[Annotated[int, Field(ge=0)], float]],
+                    BeforeValidator(_pairs), AfterValidator(_factors)]
+
+
+class Level(_Table):
+    latency_us: Positive = Field(description="One-way ping-pong latency (µs).")
+    bandwidth_mbs: Positive = Field(description="Bandwidth of one flow (MB/s = 1e6 B/s).")
+
+
+class Levels(_Table):
+    intra_socket: Level
+    inter_socket: Level | None = None
+    inter_node: Level | None = None
+
+
+class Topology(_Table):
+    kind: Annotated[str, _one_of(TOPOLOGIES)] = "flat"
+    nodes_per_leaf: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="fat-tree: nodes under one leaf switch.")
+    oversubscription: Annotated[float, Field(ge=1)] = Field(
+        1.0, description="fat-tree: leaf down/up bandwidth ratio (1 = full bisection).")
+    hop_latency_us: Annotated[float, Field(ge=0)] = Field(
+        0.1, description="fat-tree: latency added per leaf-spine hop (each way).")
+
+
+class Smpi(_Table):
+    eager_threshold: Annotated[int, Field(ge=0)] = Field(
+        0, description="Messages below this size go eagerly, without waiting for the "
+                       "receive (smpi/async-small-thresh); 0 = SMPI's default. In SMPI 3.32 "
+                       "an algorithm sending one peer messages on both sides of it can "
+                       "deadlock (docs/simgrid.md).")
+    lat_factor: Factors = Field(default_factory=lambda: [(0, 1.0)])
+    bw_factor: Factors = Field(default_factory=lambda: [(0, 1.0)])
+    cfg: list[Annotated[str, AfterValidator(_cfg_item)]] = Field(default_factory=list)
+
+
+class Cluster(_Table):
+    name: Annotated[str, AfterValidator(_name)]
+    description: str = ""
+    source: str = ""
+    nodes: Annotated[int, Field(ge=1)]
+    sockets_per_node: Annotated[int, Field(ge=1)]
+    cores_per_socket: Annotated[int, Field(ge=1)]
+    levels: Levels
+    topology: Topology = Field(default_factory=Topology)
+    smpi: Smpi = Field(default_factory=Smpi)
+    calibration: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Cluster:
+        if self.cores > MAX_CORES:
+            raise _Problem(f"nodes × sockets_per_node × cores_per_socket = {self.cores} "
+                           f"cores; at most {MAX_CORES} can be simulated")
+        if self.sockets_per_node > 1 and self.levels.inter_socket is None:
+            raise _Problem("levels.inter_socket: required when sockets_per_node > 1")
+        if self.nodes > 1 and self.levels.inter_node is None:
+            raise _Problem("levels.inter_node: required when nodes > 1")
+        xs, node = self.levels.inter_socket, self.levels.inter_node
+        if (self.sockets_per_node > 1 and self.nodes > 1 and xs is not None
+                and node is not None and node.latency_us < xs.latency_us):
+            raise _Problem(f"levels.inter_node.latency_us: {node.latency_us:g} is below "
+                           f"levels.inter_socket.latency_us ({xs.latency_us:g}); a message "
+                           "leaving the node also leaves its socket")
+        if self.topology.kind == "fat-tree" and self.topology.nodes_per_leaf is None:
+            raise _Problem("topology.nodes_per_leaf: required for a fat-tree")
+        return self
+
+    @property
+    def cores_per_node(self) -> int:
+        return self.sockets_per_node * self.cores_per_socket
+
+    @property
+    def cores(self) -> int:
+        return self.nodes * self.cores_per_node
+
+    def level(self, name: str) -> Level | None:
+        found: Level | None = getattr(self.levels, name)
+        return found
+
+    def summary(self) -> str:
+        topo = self.topology.kind
+        if topo == "fat-tree":
+            topo += (f" ({self.topology.nodes_per_leaf} nodes/leaf, "
+                     f"{self.topology.oversubscription:g}:1)")
+        return (f"{self.nodes} nodes × {self.sockets_per_node} sockets × "
+                f"{self.cores_per_socket} cores = {self.cores} cores, {topo}")
+
+
+# --- loading ------------------------------------------------------------------------------
+
+def _builtin_files() -> dict[str, Path]:
+    root = resources.files("collbench.platforms").joinpath(_BUILTIN_DIR)
+    return {Path(str(p)).stem: Path(str(p)) for p in root.iterdir()
+            if str(p).endswith(".toml")}
+
+
+def builtin_names() -> list[str]:
+    return sorted(_builtin_files())
+
+
+def parse_cluster(text: str, source: str) -> Cluster:
+    """A validated Cluster from TOML text; UserError naming the file and key otherwise."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{source}: TOML syntax error: {e}") from None
+    try:
+        return Cluster.model_validate(data)
+    except ValidationError as e:
+        raise UserError(format_validation_error(e, source)) from None
+
+
+def resolve(ref: str | Path) -> tuple[Path, bool]:
+    """(file, is_builtin) for a built-in name or a path to a cluster TOML."""
+    builtins = _builtin_files()
+    if str(ref) in builtins:
+        return builtins[str(ref)], True
+    path = Path(ref)
+    if path.suffix.lower() == ".xml":
+        raise UserError(f"{path}: a SimGrid XML file is not accepted as a platform: placement "
+                        "needs the node/socket/core structure; describe the cluster in TOML "
+                        "(`collbench platform new FILE.toml`)")
+    if not path.is_file():
+        names = builtin_names()
+        raise UserError(f"platform {str(ref)!r}: neither a built-in nor a file; valid: "
+                        f"{', '.join(names)} or a path to a cluster TOML"
+                        f"{did_you_mean(str(ref), names)}")
+    return path, False
+
+
+def load_cluster(ref: str | Path) -> tuple[Cluster, str, Path]:
+    """(cluster, its TOML text, where it came from) for a built-in name or a file."""
+    path, _ = resolve(ref)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read the platform: {e}") from None
+    return parse_cluster(text, str(path)), text, path

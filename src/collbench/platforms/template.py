@@ -1,0 +1,130 @@
+"""`collbench platform new`: a commented cluster description to fill in, and its writer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from collbench.platforms.model import Cluster
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str = "mycluster"
+    nodes: int = 2
+    sockets: int = 2
+    cores: int = 12
+    topology: str = "flat"
+    nodes_per_leaf: int = 16
+
+
+# Per-level numbers of the template: ORFEO THIN's published ping-pongs (a real cluster's
+# order of magnitude), to be replaced by `collbench platform calibrate` or your own.
+_LEVELS = {"intra_socket": (0.22, 6450.0), "inter_socket": (0.54, 5680.0),
+           "inter_node": (1.07, 12176.0)}
+
+_HEADER = """\
+# collbench cluster description: what `collbench run --backend simgrid --platform FILE`
+# simulates. Check it with `collbench platform show FILE`; see docs/simgrid.md.
+#
+# Per-level numbers are what a two-rank ping-pong measures at that level (osu_latency's
+# one-way latency in µs, bandwidth in MB/s = 1e6 bytes/s). Fill them from measurements:
+#   collbench run probe.toml -o results/probe      # latency at map_by core/socket/node
+#   collbench platform calibrate results/probe -o {name}.toml --from {name}.toml
+"""
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return str(value)
+
+
+def new_template(shape: Shape) -> str:
+    """A commented description that `parse_cluster` accepts as it is."""
+    lat = {k: v[0] for k, v in _LEVELS.items()}
+    bw = {k: v[1] for k, v in _LEVELS.items()}
+    c = "" if shape.topology == "fat-tree" else "# "  # fat-tree keys commented out if flat
+    return _HEADER.format(name=shape.name) + f"""
+name = "{shape.name}"
+description = "{shape.nodes} nodes x {shape.sockets} sockets x {shape.cores} cores"
+source = "template numbers (ORFEO THIN's published ping-pongs): replace with yours"
+nodes = {shape.nodes}
+sockets_per_node = {shape.sockets}
+cores_per_socket = {shape.cores}
+
+[levels.intra_socket]   # two ranks on one socket (mpirun --map-by core, 2 ranks)
+latency_us = {lat['intra_socket']}
+bandwidth_mbs = {bw['intra_socket']:g}
+
+[levels.inter_socket]   # two sockets of one node (--map-by socket, 2 ranks)
+latency_us = {lat['inter_socket']}
+bandwidth_mbs = {bw['inter_socket']:g}
+
+[levels.inter_node]     # two nodes (--map-by node, 2 ranks)
+latency_us = {lat['inter_node']}
+bandwidth_mbs = {bw['inter_node']:g}
+
+[topology]
+# "flat": every node on one switch; "fat-tree": leaf switches under one spine
+kind = "{shape.topology}"
+{c}nodes_per_leaf = {shape.nodes_per_leaf}  # fat-tree: nodes under one leaf switch
+{c}oversubscription = 1.0  # fat-tree: leaf down/up bandwidth (1 = full bisection)
+{c}hop_latency_us = 0.1    # fat-tree: added per leaf-spine hop, each way
+
+[smpi]
+# Messages below eager_threshold go without waiting for their receive (MPI's eager limit,
+# e.g. 8192); 0 = SMPI's default. Above 0, SMPI 3.32 can deadlock on algorithms that send
+# one peer messages on both sides of the threshold (docs/simgrid.md).
+eager_threshold = 0
+# Size-dependent corrections, written by `collbench platform calibrate`:
+# [[from_bytes, factor], ...]; latency × lat_factor, bandwidth × bw_factor.
+lat_factor = [[0, 1.0]]
+bw_factor = [[0, 1.0]]
+cfg = []                # more SimGrid options for this platform, "key:value"
+"""
+
+
+def cluster_toml(cluster: Cluster, header: str = "",
+                 calibration: Mapping[str, Any] | None = None) -> str:
+    """A description as TOML (used by calibrate), comments in `header` kept on top."""
+    out = [header.rstrip(), ""] if header else []
+    for key in ("name", "description", "source", "nodes", "sockets_per_node",
+                "cores_per_socket"):
+        out.append(f"{key} = {_fmt(getattr(cluster, key))}")
+    for level in ("intra_socket", "inter_socket", "inter_node"):
+        lv = cluster.level(level)
+        if lv is not None:
+            out += ["", f"[levels.{level}]", f"latency_us = {_float(lv.latency_us)}",
+                    f"bandwidth_mbs = {_float(lv.bandwidth_mbs)}"]
+    t = cluster.topology
+    out += ["", "[topology]", f"kind = {_fmt(t.kind)}"]
+    if t.kind == "fat-tree":
+        out += [f"nodes_per_leaf = {t.nodes_per_leaf}",
+                f"oversubscription = {_fmt(float(t.oversubscription))}",
+                f"hop_latency_us = {_fmt(float(t.hop_latency_us))}"]
+    s = cluster.smpi
+    out += ["", "[smpi]", f"eager_threshold = {s.eager_threshold}",
+            f"lat_factor = {_pairs(s.lat_factor)}", f"bw_factor = {_pairs(s.bw_factor)}",
+            f"cfg = {_fmt(list(s.cfg))}"]
+    cal = dict(calibration or cluster.calibration)
+    if cal:
+        out += ["", "[calibration]"] + [f"{k} = {_fmt(v)}" for k, v in cal.items()]
+    return "\n".join(out) + "\n"
+
+
+def _float(value: float) -> str:
+    """Six significant digits, always a TOML float (1.0, not 1)."""
+    text = f"{value:.6g}"
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def _pairs(table: list[tuple[int, float]]) -> str:
+    return "[" + ", ".join(f"[{b}, {_float(f)}]" for b, f in table) + "]"

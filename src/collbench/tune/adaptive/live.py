@@ -1,0 +1,110 @@
+"""Live: adaptive tuning that measures with the real runner as it goes.
+
+The campaign spec says what may be measured (collectives, algorithms, sizes, process
+counts, iterations, placement) and `run.repetitions` is the most repetitions a point gets.
+Its plan, built once with one repetition, holds every point in launch templates (one
+launch per process count where MPI_T switches algorithms, else one per algorithm). A round
+of requests keeps from each template only the points asked for, shuffled, as a launch of
+its own; the runner stores it like any campaign launch. Launch ids hash the launch's
+content and round, and rounds are deterministic given the data, so rerunning with --resume
+skips every launch already stored and continues where the run stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from collbench.analyse.compare import STATS, algorithm_label
+from collbench.launch.base import Backend
+from collbench.plan import Launch, Plan, Point
+from collbench.runner import RowContext, read_kernel_output, run_campaign
+from collbench.store import Store
+from collbench.tune.adaptive.engine import Context, Observation, Request
+from collbench.tune.adaptive.replay import kernel_us, request_of
+
+
+class Interrupted(Exception):
+    """The run was interrupted (SIGINT/SIGTERM); finished launches are stored."""
+
+
+def point_request(launch: Launch, p: Point) -> Request:
+    return (p.collective, launch.nprocs, algorithm_label(p.algorithm, p.segsize, p.fanout),
+            p.size_bytes)
+
+
+def contexts(templates: Plan) -> dict[Context, tuple[list[int], list[str]]]:
+    """(sizes, labels) per (collective, nprocs) of a one-repetition plan."""
+    out: dict[Context, tuple[set[int], set[str]]] = {}
+    for launch in templates.launches:
+        for p in launch.points:
+            coll, nprocs, label, size = point_request(launch, p)
+            sizes, labels = out.setdefault((coll, nprocs), (set(), set()))
+            sizes.add(size)
+            labels.add(label)
+    return {ctx: (sorted(s), sorted(ls)) for ctx, (s, ls) in sorted(out.items())}
+
+
+def _shuffled(points: Sequence[Point], rng: random.Random) -> tuple[Point, ...]:
+    """Algorithm blocks in random order, sizes ascending inside each (as plan does)."""
+    def key(p: Point) -> tuple[Any, ...]:
+        return p.collective, p.algorithm, p.algorithm_id, p.segsize, p.fanout
+
+    blocks = [tuple(sorted(g, key=lambda p: p.size_bytes))
+              for _, g in groupby(sorted(points, key=key), key=key)]
+    rng.shuffle(blocks)
+    return tuple(p for b in blocks for p in b)
+
+
+def round_launches(templates: Plan, requests: Sequence[Request], round_: int,
+                   seed: int) -> list[Launch]:
+    """The launches that measure `requests` once (repetition index = round)."""
+    wanted = set(requests)
+    rng = random.Random(seed * 1_000_003 + round_)
+    out: list[Launch] = []
+    for launch in templates.launches:
+        points = [p for p in launch.points if point_request(launch, p) in wanted]
+        if not points:
+            continue
+        la = replace(launch, repetition=round_, points=_shuffled(points, rng), launch_id="")
+        digest = hashlib.sha256(json.dumps(la.to_json(), sort_keys=True).encode()).hexdigest()
+        out.append(replace(la, launch_id=f"r{round_:03d}-{len(out):02d}-{digest[:8]}"))
+    rng.shuffle(out)
+    return out
+
+
+class LiveMeasurer:
+    """Runs each round of requests as launches through the runner into `store`."""
+
+    def __init__(self, templates: Plan, store: Store, backend: Backend, kernel: Path,
+                 ctx: RowContext, seed: int, stat: str = "avg",
+                 progress_stream: Any = None) -> None:
+        self.templates, self.store, self.backend = templates, store, backend
+        self.kernel, self.ctx, self.seed = kernel, ctx, seed
+        self.column = STATS[stat]
+        self.stream = progress_stream
+        self.round = 0
+        self.launches = 0
+
+    def measure(self, requests: Sequence[Request]) -> dict[Request, Observation | None]:
+        launches = round_launches(self.templates, requests, self.round, self.seed)
+        self.round += 1
+        self.launches += len(launches)
+        plan = replace(self.templates, launches=tuple(launches))
+        summary = run_campaign(self.store, plan, self.backend, self.kernel, self.ctx,
+                               progress_stream=self.stream)
+        if summary.interrupted:
+            raise Interrupted
+        out: dict[Request, Observation | None] = dict.fromkeys(requests)
+        for launch in launches:
+            for row in read_kernel_output(self.store.launch_dir / f"{launch.launch_id}.jsonl"):
+                value = row.get(self.column)
+                if row.get("status") == "ok" and value:
+                    out[request_of(row)] = Observation(float(value), kernel_us(row))
+        return out

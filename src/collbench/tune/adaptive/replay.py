@@ -1,0 +1,150 @@
+"""Replay: adaptive tuning against a recorded exhaustive campaign instead of a live MPI.
+
+A request for one more repetition of a point is served by one of that point's stored
+repetitions, drawn without replacement in a seeded random order, so after n requests the
+adaptive run has seen n distinct repetitions, and at the campaign's repetition count it has
+seen exactly what the exhaustive sweep saw. The rows served are written to a results folder
+of their own, which `collbench compare` and tune's selection read like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collbench.analyse.compare import STATS, algorithm_label
+from collbench.analyse.stats import median
+from collbench.errors import UserError, choice_error
+from collbench.records import COLUMNS
+from collbench.store import Store
+from collbench.tune.adaptive.engine import Context, Observation, Request
+
+
+def kernel_us(row: Mapping[str, Any]) -> float:
+    """Time the kernel spent on one point of one repetition (timed and warm-up iterations)."""
+    return float((row["iterations"] or 0) + (row["warmup"] or 0)) * float(row["avg_us"] or 0)
+
+
+def request_of(row: Mapping[str, Any]) -> Request:
+    return (str(row["collective"]), int(row["nprocs"]),
+            algorithm_label(str(row["algorithm"]), int(row["segsize"] or 0),
+                            int(row["fanout"] or 0)), int(row["size_bytes"]))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The ok rows of a campaign per point, in repetition order."""
+
+    root: Path
+    column: str
+    rows: Mapping[Request, tuple[dict[str, Any], ...]]
+
+    def contexts(self) -> dict[Context, tuple[list[int], list[str]]]:
+        """(sizes, algorithm labels) measured per (collective, nprocs)."""
+        out: dict[Context, tuple[set[int], set[str]]] = {}
+        for coll, nprocs, label, size in self.rows:
+            sizes, labels = out.setdefault((coll, nprocs), (set(), set()))
+            sizes.add(size)
+            labels.add(label)
+        return {ctx: (sorted(s), sorted(ls)) for ctx, (s, ls) in sorted(out.items())}
+
+    def median(self, req: Request) -> float:
+        return median([float(r[self.column]) for r in self.rows[req]])
+
+    def repetitions(self) -> int:
+        return max((len(rs) for rs in self.rows.values()), default=0)
+
+    def kernel_us(self) -> float:
+        return sum(kernel_us(r) for rs in self.rows.values() for r in rs)
+
+    def points(self) -> int:
+        return sum(len(rs) for rs in self.rows.values())
+
+
+def load(store: Store, stat: str = "avg", collectives: Sequence[str] = ()) -> Recorded:
+    """The ok measurements of a results folder; one placement per (collective, nprocs)."""
+    if stat not in STATS:
+        raise choice_error("collbench tune --adaptive", "--stat", stat, STATS)
+    column = STATS[stat]
+    con = store.connect()
+    try:
+        cur = con.execute("SELECT * FROM measurements WHERE status = 'ok' AND "
+                          f"{column} IS NOT NULL AND {column} > 0 "
+                          "ORDER BY repetition, launch_id")
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        con.close()
+    placements: dict[Context, set[tuple[Any, ...]]] = {}
+    by: dict[Request, list[dict[str, Any]]] = {}
+    for r in rows:
+        if collectives and r["collective"] not in collectives:
+            continue
+        req = request_of(r)
+        placements.setdefault(req[:2], set()).add((r["mapping"], r["binding"], r["params"]))
+        by.setdefault(req, []).append(r)
+    for (coll, nprocs), seen in placements.items():
+        if len(seen) > 1:
+            raise UserError(f"{store.root}: {coll} np={nprocs} was measured in {len(seen)} "
+                            "placements or parameter settings; adaptive replay needs one")
+    if not by:
+        raise UserError(f"{store.root}: no ok measurements"
+                        f"{' of ' + ', '.join(collectives) if collectives else ''} to replay")
+    return Recorded(store.root, column, {k: tuple(v) for k, v in sorted(by.items())})
+
+
+class ReplayMeasurer:
+    """Serves stored repetitions in a seeded random order, without replacement."""
+
+    def __init__(self, recorded: Recorded, seed: int = 0) -> None:
+        self.recorded = recorded
+        rng = random.Random(seed)
+        self._queues: dict[Request, list[dict[str, Any]]] = {}
+        for req, rows in recorded.rows.items():
+            order = list(rows)
+            rng.shuffle(order)
+            self._queues[req] = order
+        self.served: list[list[dict[str, Any]]] = []  # rows per round
+
+    def measure(self, requests: Sequence[Request]) -> dict[Request, Observation | None]:
+        out: dict[Request, Observation | None] = {}
+        batch = []
+        for req in requests:
+            queue = self._queues.get(req)
+            if not queue:
+                out[req] = None
+                continue
+            row = queue.pop()
+            batch.append(row)
+            out[req] = Observation(float(row[self.recorded.column]), kernel_us(row))
+        self.served.append(batch)
+        return out
+
+
+def write_served(measurer: ReplayMeasurer, source: Store, root: Path) -> Store:
+    """The served rows as a results folder (one launch file per round) for selection."""
+    store = Store(root)
+    campaign = dict(source.campaign())
+    campaign.pop("format_version", None)
+    campaign.pop("collbench_version", None)
+    campaign.update(name=f"{campaign.get('name', 'campaign')}-adaptive-replay",
+                    replay_of=str(source.root))
+    try:
+        prov = json.loads((source.root / "provenance.json").read_text())
+    except (OSError, ValueError):
+        prov = {}
+    store.create(campaign, source.spec_text() if (source.root / "spec.toml").exists() else "",
+                 {"format": 1, "campaign": campaign["name"], "seed": 0,
+                  "backend": "replay", "launches": []}, prov)
+    for i, rows in enumerate(measurer.served):
+        if not rows:
+            continue
+        lid = f"replay-{i:04d}"
+        store.write_launch(lid, [{k: r[k] for k in COLUMNS} | {"launch_id": lid}
+                                 for r in rows], {"launch_id": lid, "status": "ok",
+                                                  "points": len(rows)})
+    return store
