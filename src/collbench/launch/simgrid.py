@@ -33,6 +33,7 @@ from collbench.kernel.build import KernelBinary, build_kernel
 from collbench.launch.base import Backend, KernelCall, LaunchOutcome, register
 from collbench.launch.process import run_group
 from collbench.plan import LAUNCH, Launch
+from collbench.platforms.loader import platform_args
 from collbench.platforms.model import Cluster
 from collbench.platforms.placement import hostfile, nodes_used, place
 from collbench.platforms.simgrid_xml import node_id
@@ -161,12 +162,18 @@ class SimgridBackend(Backend):
     def hostfile_path(call: KernelCall) -> Path:
         return call.jobfile.parent / "hostfile.txt"
 
+    def _platform(self) -> tuple[list[str], dict[str, str]]:
+        s = self._settings()
+        return platform_args(s.cluster, s.platform_xml, s.tools.version)
+
     def command(self, launch: Launch, call: KernelCall) -> list[str]:
         s = self._settings()
         cfg = [*s.base_cfg(), *self.forced_cfg(launch), *s.cfg]
-        return [str(s.tools.smpirun), "-np", str(launch.nprocs),
-                "-platform", str(s.platform_xml), "-hostfile", str(self.hostfile_path(call)),
-                *(f"--cfg={c}" for c in cfg), *LOG_OPTIONS, *call.argv(launch)]
+        platform, env = self._platform()
+        prefix = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
+        return [*prefix, str(s.tools.smpirun), "-np", str(launch.nprocs), *platform,
+                "-hostfile", str(self.hostfile_path(call)), *(f"--cfg={c}" for c in cfg),
+                *LOG_OPTIONS, *call.argv(launch)]
 
     def run(
         self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]

@@ -194,13 +194,14 @@ def cmd_run_simgrid(args: argparse.Namespace) -> int:
     if args.output is None:
         raise UserError("collbench run: -o/--output is required (except with --dry-run)")
     store = Store(args.output)
+    text: str | None = None  # set for a new campaign: the description to store
+    platform_path = Path()
     if store.exists():
         cluster = _resume(args, spec, store, tools)
         mpi = _mpi(args)
         plan = Plan.from_json(store.plan())
         if args.retry_failed:
             store.forget(lid for lid, st in store.finished().items() if st != "ok")
-        text = None
     else:
         _, mpi, plan = _load(args)
         cluster, text, platform_path = load_cluster(platform_ref(args, spec))

@@ -6,10 +6,11 @@ Method (docs/simgrid.md, "Calibration"):
    socket = inter_socket, node = inter_node; the median over repetitions is kept.
 2. Per level, a Hockney line T(m) = α + m·β is fitted by least squares on relative error
    (small and large messages count alike): latency_us = α, bandwidth_mbs = 1/β.
-3. What a straight line misses (eager/rendezvous switches, cache effects) goes into SMPI's
-   size-dependent factors, one bucket per measured size: T = α·lat(m) + (m+16)·β/bw(m)
-   (SMPI adds a 16-byte envelope). The factors are global in SMPI, so each bucket is a
-   small least-squares fit over the levels measured at that size.
+3. What a straight line misses (eager/rendezvous switches, cache effects) goes into the
+   level's size-dependent factors, one bucket per measured size: T = α·lat(m) +
+   (m+16)·β/bw(m) (SMPI adds a 16-byte envelope); each bucket is the smallest change of
+   the two factors (closest to 1) that hits the measured time. collbench's platform
+   loader applies them per level (SMPI's own factor options are one table for all).
 4. The description is then simulated (real smpirun, platforms.pingpong) and each bucket's
    factors are scaled by measured/simulated until the simulation reproduces the
    measurement (or ROUNDS are spent); the errors that remain are reported and written to
@@ -18,7 +19,6 @@ Method (docs/simgrid.md, "Calibration"):
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -146,15 +146,16 @@ def _bucket(terms: list[tuple[float, float]]) -> tuple[float, float]:
     return x, y
 
 
-def fit_factors(measured: Mapping[str, Points], params: Mapping[str, tuple[float, float]]
-                ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """(lat_factor, bw_factor) tables, one entry per measured size (collbench's form)."""
-    sizes = sorted({s for pts in measured.values() for s in pts})
+Tables = tuple[list[tuple[int, float]], list[tuple[int, float]]]  # (lat_factor, bw_factor)
+
+
+def fit_factors(points: Points, alpha: float, beta: float) -> Tables:
+    """One level's (lat_factor, bw_factor) tables, one entry per measured size."""
+    sizes = sorted(points)
     lat, bw = [], []
     for k, size in enumerate(sizes):
-        terms = [(params[lv][0] / pts[size], (size + SMPI_ENVELOPE) * params[lv][1] / pts[size])
-                 for lv, pts in measured.items() if size in pts]
-        x, y = _bucket(terms)
+        t = points[size]
+        x, y = _bucket([(alpha / t, (size + SMPI_ENVELOPE) * beta / t)])
         start = 0 if k == 0 else sizes[k - 1] + 1  # from just above the previous size
         lat.append((start, x))
         bw.append((start, 1.0 / y))
@@ -162,12 +163,11 @@ def fit_factors(measured: Mapping[str, Points], params: Mapping[str, tuple[float
 
 
 def _with(base: Cluster, params: Mapping[str, tuple[float, float]],
-          lat: list[tuple[int, float]], bw: list[tuple[int, float]]) -> Cluster:
-    fitted = {name: Level(latency_us=alpha, bandwidth_mbs=1.0 / beta)
+          tables: Mapping[str, Tables]) -> Cluster:
+    fitted = {name: Level(latency_us=alpha, bandwidth_mbs=1.0 / beta,
+                          lat_factor=tables[name][0], bw_factor=tables[name][1])
               for name, (alpha, beta) in params.items()}
-    levels = base.levels.model_copy(update=fitted)
-    smpi = base.smpi.model_copy(update={"lat_factor": lat, "bw_factor": bw})
-    return base.model_copy(update={"levels": levels, "smpi": smpi})
+    return base.model_copy(update={"levels": base.levels.model_copy(update=fitted)})
 
 
 def _check_base(base: Cluster, measured: Mapping[str, Points]) -> None:
@@ -184,39 +184,36 @@ def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
     """A description reproducing `measured` in simulation (see the module docstring)."""
     _check_base(base, measured)
     params = {lv: hockney(pts) for lv, pts in measured.items()}
-    lat, bw = fit_factors(measured, params)
+    tables = {lv: fit_factors(pts, *params[lv]) for lv, pts in measured.items()}
     levels, sizes = list(measured), sorted({s for pts in measured.values() for s in pts})
-    cluster = _with(base, params, lat, bw)
+    cluster = _with(base, params, tables)
     simulated = simulate(cluster, levels, sizes)
     for _ in range(ROUNDS):
         worst = max(abs(simulated[lv][s] / t - 1) for lv, pts in measured.items()
                     for s, t in pts.items())
         if 100 * worst <= GOOD_ENOUGH_PCT:
             break
-        lat, bw = _corrected(lat, bw, sizes, measured, simulated)
-        cluster = _with(base, params, lat, bw)
+        tables = {lv: _corrected(tables[lv], pts, simulated[lv])
+                  for lv, pts in measured.items()}
+        cluster = _with(base, params, tables)
         simulated = simulate(cluster, levels, sizes)
     kept = [lv for lv in ("intra_socket", "inter_socket", "inter_node")
             if lv not in measured and base.level(lv) is not None]
     result = Calibration(cluster, measured, simulated, kept)
     if kept:
-        result.notes.append(f"not measured, kept from {base.name}: {', '.join(kept)}; the "
-                            "size factors were fitted on the measured levels only")
+        result.notes.append(f"not measured, kept from {base.name}: {', '.join(kept)}")
     result.cluster = cluster.model_copy(update={"calibration": _summary(result, source)})
     return result
 
 
-def _corrected(lat: list[tuple[int, float]], bw: list[tuple[int, float]], sizes: list[int],
-               measured: Mapping[str, Points], simulated: Mapping[str, Points]
-               ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """Scale each bucket by the geometric mean of measured/simulated over the levels."""
-    new_lat, new_bw = [], []
-    for (start, x), (_, b), size in zip(lat, bw, sizes, strict=True):
-        ratios = [pts[size] / simulated[lv][size] for lv, pts in measured.items()
-                  if size in pts]
-        r = math.exp(sum(math.log(q) for q in ratios) / len(ratios))
-        new_lat.append((start, x * r))
-        new_bw.append((start, b / r))
+def _corrected(tables: Tables, measured: Points, simulated: Points) -> Tables:
+    """Scale each bucket by measured/simulated at its size (time ∝ lat and 1/bw)."""
+    lat, bw = tables
+    sizes = sorted(measured)
+    new_lat = [(start, x * measured[s] / simulated[s]) for (start, x), s in zip(lat, sizes,
+                                                                               strict=True)]
+    new_bw = [(start, b * simulated[s] / measured[s]) for (start, b), s in zip(bw, sizes,
+                                                                              strict=True)]
     return new_lat, new_bw
 
 

@@ -102,12 +102,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     kernel = build_smpi_kernel(tools).path
 
     def simulate(cluster: Cluster, levels: list[str], sizes: list[int]) -> dict[str, Any]:
-        return simulate_pingpong(cluster, levels, sizes, tools.smpirun, kernel)
+        return simulate_pingpong(cluster, levels, sizes, tools.smpirun, kernel, tools.version)
 
+    base = base.model_copy(update={"source": f"ping-pongs measured in {args.results} "
+                                             f"({', '.join(sorted(measured))}); the rest from "
+                                             f"{base.name}"})
     result = calibrate(measured, base, simulate, str(args.results))
     header = (f"# {result.cluster.name}: calibrated by `collbench platform calibrate` from "
-              f"{args.results}\n# (Hockney fit per level + SMPI size factors; the simulated "
-              "ping-pong is checked against the measured one: see [calibration]).")
+              f"{args.results}\n# (Hockney fit per level + per-level size factors; the "
+              "simulated ping-pong is checked\n# against the measured one: see [calibration]).")
     args.out.write_text(cluster_toml(result.cluster, header))
     rows = [{"level": lv, "size_bytes": s, "measured_us": round(t, 4),
              "simulated_us": round(result.simulated[lv][s], 4),

@@ -111,6 +111,14 @@ Factors = Annotated[list[tuple[Annotated[int, Field(ge=0)], float]],
 class Level(_Table):
     latency_us: Positive = Field(description="One-way ping-pong latency (µs).")
     bandwidth_mbs: Positive = Field(description="Bandwidth of one flow (MB/s = 1e6 B/s).")
+    lat_factor: Factors = Field(default_factory=lambda: [(0, 1.0)], description=(
+        "Size-dependent latency multipliers [[from_bytes, factor], ...] (calibrate)."))
+    bw_factor: Factors = Field(default_factory=lambda: [(0, 1.0)], description=(
+        "Size-dependent bandwidth multipliers [[from_bytes, factor], ...] (calibrate)."))
+
+    def calibrated(self) -> bool:
+        """True when a factor differs from 1 (the platform then needs collbench's loader)."""
+        return any(f != 1.0 for _, f in (*self.lat_factor, *self.bw_factor))
 
 
 class Levels(_Table):
@@ -135,8 +143,6 @@ class Smpi(_Table):
                        "receive (smpi/async-small-thresh); 0 = SMPI's default. In SMPI 3.32 "
                        "an algorithm sending one peer messages on both sides of it can "
                        "deadlock (docs/simgrid.md).")
-    lat_factor: Factors = Field(default_factory=lambda: [(0, 1.0)])
-    bw_factor: Factors = Field(default_factory=lambda: [(0, 1.0)])
     cfg: list[Annotated[str, AfterValidator(_cfg_item)]] = Field(default_factory=list)
 
 
@@ -182,6 +188,10 @@ class Cluster(_Table):
     def level(self, name: str) -> Level | None:
         found: Level | None = getattr(self.levels, name)
         return found
+
+    def calibrated(self) -> bool:
+        return any(lv is not None and lv.calibrated()
+                   for lv in (self.level(name) for name in LEVELS))
 
     def summary(self) -> str:
         topo = self.topology.kind

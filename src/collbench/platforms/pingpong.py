@@ -9,6 +9,7 @@ options. Simulated time is deterministic, so two timed iterations say everything
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from collbench.errors import UserError
+from collbench.platforms.loader import platform_args
 from collbench.platforms.model import Cluster
 from collbench.platforms.placement import LEVEL_OF_MAPPING, hostfile
 from collbench.platforms.simgrid_xml import platform_xml
@@ -26,7 +28,8 @@ TIMEOUT_S: Final = 300
 
 
 def simulate_pingpong(cluster: Cluster, levels: Iterable[str], sizes: Iterable[int],
-                      smpirun: Path, kernel: Path) -> dict[str, dict[int, float]]:
+                      smpirun: Path, kernel: Path, simgrid_version: str
+                      ) -> dict[str, dict[int, float]]:
     """One-way latency (µs) per level and size, as the simulation of `cluster` gives it."""
     sizes = sorted(set(sizes))
     jobs = "".join(f"latency 0 0 0 {s} {ITERATIONS} 1\n" for s in sizes)
@@ -35,18 +38,19 @@ def simulate_pingpong(cluster: Cluster, levels: Iterable[str], sizes: Iterable[i
         work = Path(tmp)
         (work / "platform.xml").write_text(platform_xml(cluster))
         (work / "jobs.txt").write_text(jobs)
+        platform, env = platform_args(cluster, work / "platform.xml", simgrid_version)
         for level in levels:
             mapping = MAPPING_OF_LEVEL[level]
             (work / "hostfile.txt").write_text(hostfile(cluster, 2, mapping))
             result = work / f"{level}.jsonl"
-            argv = [str(smpirun), "-np", "2", "-platform", str(work / "platform.xml"),
+            argv = [str(smpirun), "-np", "2", *platform,
                     "-hostfile", str(work / "hostfile.txt"),
                     "--cfg=smpi/simulate-computation:no", "--cfg=smpi/wtime:0",
                     "--log=root.thres:warning", str(kernel), "--jobs", str(work / "jobs.txt"),
                     "--output", str(result)]
             try:
                 done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S,
-                                      check=False, cwd=work)
+                                      check=False, cwd=work, env={**os.environ, **env})
             except subprocess.TimeoutExpired:
                 raise UserError(f"simulated ping-pong ({level}) took more than {TIMEOUT_S} s"
                                 ) from None

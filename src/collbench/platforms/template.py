@@ -60,6 +60,11 @@ nodes = {shape.nodes}
 sockets_per_node = {shape.sockets}
 cores_per_socket = {shape.cores}
 
+# `collbench platform calibrate` also writes, per level, size-dependent corrections
+# lat_factor / bw_factor = [[from_bytes, factor], ...] (latency × lat_factor, bandwidth ×
+# bw_factor for messages of at least from_bytes) so the simulated ping-pong follows the
+# measured one where a straight latency + size / bandwidth line does not.
+
 [levels.intra_socket]   # two ranks on one socket (mpirun --map-by core, 2 ranks)
 latency_us = {lat['intra_socket']}
 bandwidth_mbs = {bw['intra_socket']:g}
@@ -84,10 +89,6 @@ kind = "{shape.topology}"
 # e.g. 8192); 0 = SMPI's default. Above 0, SMPI 3.32 can deadlock on algorithms that send
 # one peer messages on both sides of the threshold (docs/simgrid.md).
 eager_threshold = 0
-# Size-dependent corrections, written by `collbench platform calibrate`:
-# [[from_bytes, factor], ...]; latency × lat_factor, bandwidth × bw_factor.
-lat_factor = [[0, 1.0]]
-bw_factor = [[0, 1.0]]
 cfg = []                # more SimGrid options for this platform, "key:value"
 """
 
@@ -104,6 +105,9 @@ def cluster_toml(cluster: Cluster, header: str = "",
         if lv is not None:
             out += ["", f"[levels.{level}]", f"latency_us = {_float(lv.latency_us)}",
                     f"bandwidth_mbs = {_float(lv.bandwidth_mbs)}"]
+            if lv.calibrated():
+                out += [f"lat_factor = {_pairs(lv.lat_factor)}",
+                        f"bw_factor = {_pairs(lv.bw_factor)}"]
     t = cluster.topology
     out += ["", "[topology]", f"kind = {_fmt(t.kind)}"]
     if t.kind == "fat-tree":
@@ -112,7 +116,6 @@ def cluster_toml(cluster: Cluster, header: str = "",
                 f"hop_latency_us = {_fmt(float(t.hop_latency_us))}"]
     s = cluster.smpi
     out += ["", "[smpi]", f"eager_threshold = {s.eager_threshold}",
-            f"lat_factor = {_pairs(s.lat_factor)}", f"bw_factor = {_pairs(s.bw_factor)}",
             f"cfg = {_fmt(list(s.cfg))}"]
     cal = dict(calibration or cluster.calibration)
     if cal:

@@ -1,0 +1,121 @@
+/*
+ * SimGrid platform loader for calibrated collbench clusters (smpirun -platform THIS.so).
+ *
+ * SMPI's own smpi/lat-factor and smpi/bw-factor are one table for the whole platform, so
+ * they cannot reproduce ping-pongs whose shape differs per placement level (shared memory
+ * vs. InfiniBand switch protocols at different sizes). This loader reads the XML that
+ * collbench generated (path in $COLLBENCH_PLATFORM_XML) and installs latency and bandwidth
+ * factor callbacks that pick the table of the level a message crosses:
+ *   root zone properties  collbench/cores_per_socket = C
+ *                         collbench/lat-factor/<level>, collbench/bw-factor/<level>
+ *                         = "from_bytes:factor;from_bytes:factor;..." (ascending)
+ * Hosts are named node<N>-c<K> (core K of node N, socket K / C): same node and socket =
+ * intra_socket, same node = inter_socket, else inter_node. SMPI adds a 16-byte envelope to
+ * every message; the tables are written for the payload, as collbench measures it.
+ */
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+constexpr double ENVELOPE = 16.0;
+const char* const LEVELS[3] = {"intra_socket", "inter_socket", "inter_node"};
+
+using Table = std::vector<std::pair<double, double>>; // (from payload bytes, factor)
+
+struct Tables {
+  int cores_per_socket = 1;
+  Table lat[3];
+  Table bw[3];
+};
+
+Table parse_table(const char* text)
+{
+  Table out;
+  if (text == nullptr || *text == '\0')
+    return {{0.0, 1.0}};
+  std::string s(text);
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t end = s.find(';', pos);
+    if (end == std::string::npos)
+      end = s.size();
+    std::string item = s.substr(pos, end - pos);
+    size_t colon     = item.find(':');
+    if (colon == std::string::npos)
+      throw std::invalid_argument("collbench platform: malformed factor entry '" + item + "'");
+    out.emplace_back(std::stod(item.substr(0, colon)), std::stod(item.substr(colon + 1)));
+    pos = end + 1;
+  }
+  return out;
+}
+
+double lookup(const Table& table, double size)
+{
+  double payload = size > ENVELOPE ? size - ENVELOPE : 0.0;
+  double factor  = 1.0;
+  for (auto const& [from, value] : table) {
+    if (payload < from)
+      break;
+    factor = value;
+  }
+  return factor;
+}
+
+/* node and core index from "node<N>-c<K>"; false for any other name */
+bool parse_host(const std::string& name, long& node, long& core)
+{
+  return std::sscanf(name.c_str(), "node%ld-c%ld", &node, &core) == 2;
+}
+
+int level_of(const Tables& t, const sg4::Host* src, const sg4::Host* dst)
+{
+  long sn = 0, sc = 0, dn = 0, dc = 0;
+  if (not parse_host(src->get_name(), sn, sc) || not parse_host(dst->get_name(), dn, dc))
+    return 2;
+  if (sn != dn)
+    return 2;
+  return (sc / t.cores_per_socket == dc / t.cores_per_socket) ? 0 : 1;
+}
+
+} // namespace
+
+extern "C" void load_platform(const sg4::Engine& e);
+
+void load_platform(const sg4::Engine& e)
+{
+  const char* xml = std::getenv("COLLBENCH_PLATFORM_XML");
+  if (xml == nullptr)
+    throw std::invalid_argument("collbench platform: COLLBENCH_PLATFORM_XML is not set");
+  e.load_platform(xml);
+  sg4::NetZone* zone = e.get_netzone_root();
+  auto tables        = std::make_shared<Tables>();
+  const char* cps    = zone->get_property("collbench/cores_per_socket");
+  tables->cores_per_socket = cps ? std::max(1, std::atoi(cps)) : 1;
+  for (int i = 0; i < 3; i++) {
+    tables->lat[i] = parse_table(zone->get_property(std::string("collbench/lat-factor/") + LEVELS[i]));
+    tables->bw[i]  = parse_table(zone->get_property(std::string("collbench/bw-factor/") + LEVELS[i]));
+  }
+  auto* model = zone->get_network_model();
+  model->set_lat_factor_cb([tables](double size, const sg4::Host* src, const sg4::Host* dst,
+                                    const std::vector<sg4::Link*>&,
+                                    const std::unordered_set<sg4::NetZone*>&) {
+    return lookup(tables->lat[level_of(*tables, src, dst)], size);
+  });
+  model->set_bw_factor_cb([tables](double size, const sg4::Host* src, const sg4::Host* dst,
+                                   const std::vector<sg4::Link*>&,
+                                   const std::unordered_set<sg4::NetZone*>&) {
+    return lookup(tables->bw[level_of(*tables, src, dst)], size);
+  });
+}

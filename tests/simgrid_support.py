@@ -1,0 +1,64 @@
+"""Shared pieces of the SimGrid tests: real smpirun, small platforms, one kernel build."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from collbench.launch.simgrid import SmpiTools, build_smpi_kernel, find_smpi
+
+needs_smpi = pytest.mark.skipif(shutil.which("smpirun") is None or shutil.which("smpicc") is None,
+                                reason="SimGrid SMPI not installed (apt-get install "
+                                       "libsimgrid-dev)")
+
+# Two nodes × two sockets × two cores: every placement level with 8 cores.
+SMALL = """\
+name = "small"
+nodes = 2
+sockets_per_node = 2
+cores_per_socket = 2
+
+[levels.intra_socket]
+latency_us = 0.2
+bandwidth_mbs = 6000
+
+[levels.inter_socket]
+latency_us = 0.5
+bandwidth_mbs = 5000
+
+[levels.inter_node]
+latency_us = 1.5
+bandwidth_mbs = 12000
+"""
+
+
+@pytest.fixture(scope="session")
+def smpi_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("collbench-cache")
+
+
+@pytest.fixture(scope="session")
+def smpi_tools() -> SmpiTools:
+    return find_smpi()
+
+
+@pytest.fixture(scope="session")
+def smpi_kernel(smpi_tools: SmpiTools, smpi_cache: Path) -> Path:
+    return build_smpi_kernel(smpi_tools, smpi_cache).path
+
+
+@pytest.fixture
+def sim_env(smpi_cache: Path, smpi_kernel: Path,
+            monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The CLI builds into (and finds the kernel in) the session's cache."""
+    monkeypatch.setenv("COLLBENCH_CACHE", str(smpi_cache))
+    yield smpi_cache
+
+
+def small_platform(tmp_path: Path, text: str = SMALL) -> Path:
+    path = tmp_path / "small.toml"
+    path.write_text(text)
+    return path
