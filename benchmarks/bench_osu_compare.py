@@ -103,9 +103,10 @@ def main() -> str:
             if coll == "latency":
                 cells.append(f"{here[size]:.2f}" if size in here else "-")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "How to read it: where collbench's latency is close to the reference measured here, "
-              "the kernel times as osu_latency does, and a gap to the recorded OSU figures is a "
-              "difference between machines (the recorded ones came from another VM of this type)."]
+    lines += ["", "How to read it: where collbench's latency is close to the reference measured "
+              "here, the kernel times as osu_latency does, and a gap to the recorded OSU figures "
+              "is a difference between machines (the recorded ones came from another VM of this "
+              "type)."]
     return "\n".join(lines)
 
 

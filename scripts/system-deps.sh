@@ -2,7 +2,7 @@
 # Debian packages the test suite needs (report rendering in Chromium, the SimGrid backend,
 # a real Slurm). Installs only what is missing; needs root or sudo when something is.
 set -euo pipefail
-pkgs=(gcc chromium libsimgrid-dev slurmctld slurmd slurm-client munge libpmix-dev)
+pkgs=(gcc g++ chromium libsimgrid-dev slurmctld slurmd slurm-client munge libpmix-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
