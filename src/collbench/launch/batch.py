@@ -46,7 +46,8 @@ class BatchBackend(Backend):
     def run(
         self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]
     ) -> LaunchOutcome:
-        raise NotImplementedError(f"{self.name} runs launches through begin/poll")
+        # The runner drives batch backends through begin/poll, never one launch at a time.
+        raise TypeError(f"{self.name} runs launches through begin/poll, not run()")
 
     @abstractmethod
     def begin(self, store: Store, spec: Spec, todo: list[Launch], kernel: Path,

@@ -23,7 +23,8 @@ class Finished:
     stderr_tail: str
 
 
-def _tail(path: Path, limit: int = 4000) -> str:
+def tail(path: Path, limit: int = 4000) -> str:
+    """The end of a log file, as text (empty when it cannot be read)."""
     try:
         with path.open("rb") as f:
             f.seek(0, os.SEEK_END)
@@ -86,5 +87,5 @@ def run_group(
         timed_out=timed_out,
         interrupted=was_interrupted,
         wall_s=time.monotonic() - start,
-        stderr_tail=_tail(err_path),
+        stderr_tail=tail(err_path),
     )

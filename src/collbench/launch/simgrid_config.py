@@ -27,14 +27,22 @@ def _problem(message: str, *path: str | int) -> ValueError:
     return _Problem(message, *path)
 
 
-def _cfg(value: str) -> str:
+def cfg_problem(value: str) -> str | None:
+    """Why `value` cannot be an extra --cfg option (spec or platform file), or None."""
     key, sep, _ = value.partition(":")
     if not sep or not re.fullmatch(r"[A-Za-z0-9_/-]+", key):
-        raise _problem(f"{value!r} is not a SimGrid option; write 'key:value', e.g. "
-                       "'smpi/or:0:1e-7:0' (see smpirun's --help-cfg)")
+        return (f"{value!r} is not a SimGrid option; write 'key:value', e.g. "
+                "'smpi/or:0:1e-7:0' (see smpirun's --help-cfg)")
     if RESERVED_CFG.fullmatch(key):
-        raise _problem(f"{key!r} is set by collbench for every launch (placement, algorithm "
-                       "forcing, determinism); remove it")
+        return (f"{key!r} is set by collbench for every launch (placement, algorithm "
+                "forcing, determinism); remove it")
+    return None
+
+
+def _cfg(value: str) -> str:
+    problem = cfg_problem(value)
+    if problem:
+        raise _problem(problem)
     return value
 
 

@@ -27,15 +27,13 @@ from pydantic import (
 )
 
 from collbench.errors import UserError, did_you_mean
+from collbench.launch.simgrid_config import cfg_problem
 from collbench.spec import format_validation_error
 
 TOPOLOGIES: Final = ("flat", "fat-tree")
 LEVELS: Final = ("intra_socket", "inter_socket", "inter_node")
 MAX_CORES: Final = 1 << 17  # beyond this SMPI's one-process simulation is out of reach
 # --cfg keys collbench sets per launch (placement, algorithm forcing): not for a platform.
-_RESERVED: Final = re.compile(r"^smpi/(np|hostfile|coll-selector|privatization|barrier|bcast|"
-                              r"gather|scatter|reduce|allreduce|allgather|allgatherv|alltoall|"
-                              r"alltoallv|reduce_scatter)$")
 _BUILTIN_DIR: Final = "builtin"
 
 
@@ -59,13 +57,9 @@ def _name(value: str) -> str:
 
 
 def _cfg_item(value: str) -> str:
-    key, sep, _ = value.partition(":")
-    if not sep or not re.fullmatch(r"[A-Za-z0-9_/-]+", key):
-        raise _Problem(f"{value!r} is not a SimGrid option; write 'key:value', e.g. "
-                       "'smpi/or:0:1e-7:0'")
-    if _RESERVED.match(key):
-        raise _Problem(f"{key!r} is set by collbench for every launch (placement and "
-                       "algorithm forcing); remove it")
+    problem = cfg_problem(value)
+    if problem:
+        raise _Problem(problem)
     return value
 
 

@@ -10,13 +10,13 @@ A launch without `done` whose job is gone was killed by Slurm: it is run again.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from collbench.launch.base import LaunchOutcome, Status
+from collbench.launch.process import tail
 from collbench.launch.slurm.commands import HOSTS_DIR
 
 DONE: Final = "done"
@@ -33,16 +33,6 @@ def read_fields(path: Path) -> dict[str, str] | None:
     except OSError:
         return None
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-
-
-def tail(path: Path, limit: int = 4000) -> str:
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - limit))
-            return f.read().decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
 
 
 def rank_hosts(work: Path) -> list[str]:
