@@ -37,129 +37,34 @@ from collbench.catalog.collectives import COLLECTIVES, OSU_LARGE_THRESHOLD, POIN
 from collbench.errors import UserError, did_you_mean
 from collbench.launch.simgrid_config import SimgridConfig
 from collbench.launch.slurm.config import SlurmConfig
-from collbench.sizes import expand_sizes, format_size, parse_size
-
-ALL: Final = "all"
-MAP_BY: Final = ("core", "socket", "numa", "node", "slot", "hwthread")
-BIND_TO: Final = ("core", "socket", "numa", "none", "hwthread")
-# Names only: collbench.launch's registry decides at run time which exist (importing it
-# here would be circular: backends import plan, plan imports spec). "fake" is for tests.
-BACKENDS: Final = ("local", "slurm", "simgrid", "fake")
-ORDERS: Final = ("random", "sequential")
-SELECTIONS: Final = ("auto", "mpit", "launch")
-# Keys of an `exclude` entry (besides mca.sweep keys).
-EXCLUDE_KEYS: Final = ("collective", "algorithm", "segsize", "fanout", "size",
-                       "nprocs", "map_by", "bind_to", "repetition")
-
-
-class _Problem(ValueError):
-    """A validation problem that knows where it is below the key being validated."""
-
-    def __init__(self, message: str, *path: str | int) -> None:
-        super().__init__(message)
-        self.path = path
-
-
-def _not_valid(value: object, choices: Sequence[str]) -> str:
-    return (f"{value!r} is not valid; valid: {', '.join(choices)}"
-            f"{did_you_mean(str(value), choices)}")
-
-
-def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
-    def check(value: str) -> str:
-        if value not in choices:
-            raise _Problem(_not_valid(value, choices))
-        return value
-    return check
-
-
-def _listify(what: str, *scalar: type) -> BeforeValidator:
-    """Accept one bare value where a list is expected."""
-    def wrap(value: Any) -> Any:
-        if isinstance(value, list):
-            return value
-        if isinstance(value, scalar) and not (isinstance(value, bool) and bool not in scalar):
-            return [value]
-        raise _Problem(f"expected {what} or a list of them, got {value!r}")
-    return BeforeValidator(wrap)
-
-
-def _unique(values: list[Any]) -> list[Any]:
-    for i, v in enumerate(values):
-        if v in values[:i]:
-            raise _Problem(f"{v!r} is listed twice", i)
-    return values
-
-
-def _or_single(schema: dict[str, Any]) -> None:
-    """JSON schema of a list field that also accepts one bare item."""
-    if "anyOf" in schema:  # an optional list: [array, null]
-        array = next(b for b in schema.pop("anyOf") if b.get("type") == "array")
-    else:
-        array = {k: schema.pop(k) for k in ("type", "items", "minItems") if k in schema}
-    schema["anyOf"] = [array["items"], array]
-    if "default" in schema and schema["default"] is None:  # "absent" needs no default shown
-        del schema["default"]
-
-
-def _any() -> Any:
-    """An exclude key left out matches everything; given, it may be one value or a list."""
-    return Field(None, json_schema_extra=_or_single)
-
-
-def _enum(choices: Sequence[str]) -> WithJsonSchema:
-    return WithJsonSchema({"type": "string", "enum": list(choices)})
-
-
-def mca_value(value: Any) -> str:
-    """An MCA value as it goes on the command line: true/false, 4096, 0.5, text."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return str(value)
-    raise _Problem(f"expected a string, number or true/false, got {value!r}")
-
-
-def _campaign_name(value: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
-        raise _Problem(f"{value!r} is not a valid name; use letters, digits, '_', '.' and '-'")
-    return value
-
-
-def _mca_name(value: str) -> str:
-    if value.upper().startswith("OMPI_MCA_"):
-        raise _Problem(f"{value!r}: write the parameter name without OMPI_MCA_")
-    if not re.fullmatch(r"[A-Za-z0-9_]+", value):
-        raise _Problem(f"{value!r} is not an MCA parameter name (letters, digits, '_')")
-    if value in EXCLUDE_KEYS:
-        raise _Problem(f"{value!r} clashes with the exclude/zip key of the same name")
-    return value
-
-
-def _name_or_id(value: Any) -> str | int:
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise _Problem(f"expected an algorithm name or id, got {value!r}")
-    return value
-
-
-def _auto(value: Any) -> Any:
-    if value == "auto" or isinstance(value, bool):
-        return value
-    raise _Problem(f"expected \"auto\", true or false, got {value!r}")
-
-
-CollectiveName = Annotated[str, AfterValidator(_one_of(tuple(COLLECTIVES))), _enum(COLLECTIVES)]
-MapBy = Annotated[str, AfterValidator(_one_of(MAP_BY)), _enum(MAP_BY)]
-BindTo = Annotated[str, AfterValidator(_one_of(BIND_TO)), _enum(BIND_TO)]
-PosInt = Annotated[int, Field(ge=1)]
-NonNegInt = Annotated[int, Field(ge=0)]
-Size = Annotated[int, BeforeValidator(parse_size),
-                 WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
-                                           {"type": "string"}]})]
-McaName = Annotated[str, AfterValidator(_mca_name)]
-McaValue = Annotated[str, BeforeValidator(mca_value),
-                     WithJsonSchema({"type": ["string", "integer", "number", "boolean"]})]
-
+from collbench.sizes import expand_sizes, format_size
+from collbench.spec_fields import (
+    ALL,
+    BACKENDS,
+    EXCLUDE_KEYS,
+    ORDERS,
+    SELECTIONS,
+    BindTo,
+    CollectiveName,
+    MapBy,
+    McaName,
+    McaValue,
+    NonNegInt,
+    PosInt,
+    Size,
+    _any,
+    _auto,
+    _campaign_name,
+    _enum,
+    _listify,
+    _name_or_id,
+    _not_valid,
+    _one_of,
+    _or_single,
+    _Problem,
+    _unique,
+    mca_value,
+)
 
 _TOP_LEVEL: Final = ("zip", "exclude")
 

@@ -64,7 +64,7 @@ class IngestOptions:
 
 
 def check_options(opts: IngestOptions) -> None:
-    from collbench.spec import BIND_TO, MAP_BY  # the spec's choices: one vocabulary
+    from collbench.spec_fields import BIND_TO, MAP_BY  # the spec's choices: one vocabulary
 
     if opts.format not in FORMATS:
         raise choice_error("--format", "format", opts.format, FORMATS)

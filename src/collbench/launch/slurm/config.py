@@ -33,7 +33,7 @@ _TIME = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
 
 
 def _problem(message: str, *path: str | int) -> ValueError:
-    from collbench.spec import _Problem  # spec is fully loaded whenever a spec validates
+    from collbench.spec_fields import _Problem
 
     return _Problem(message, *path)
 
