@@ -50,6 +50,22 @@ def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
     return check
 
 
+def one_of(choices: Sequence[str]) -> AfterValidator:
+    """A field validator accepting only `choices` (with did-you-mean)."""
+    return AfterValidator(_one_of(choices))
+
+
+def reject_unknown_keys(cls: type[Any], data: Any) -> Any:
+    """For a `model_validator(mode="before")`: one line naming a bad key and the valid ones."""
+    if isinstance(data, dict):
+        valid = list(cls.model_fields)
+        for key in data:
+            if key not in valid:
+                raise _Problem(f"unknown key {key!r}; valid: {', '.join(valid)}"
+                               f"{did_you_mean(key, valid)}", key)
+    return data
+
+
 def _listify(what: str, *scalar: type) -> BeforeValidator:
     """Accept one bare value where a list is expected."""
     def wrap(value: Any) -> Any:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from collbench.errors import did_you_mean
+from collbench.spec_fields import reject_unknown_keys
 
 # --cfg keys collbench sets for every launch: placement, algorithm forcing, determinism.
 RESERVED_CFG: Final = re.compile(
@@ -71,10 +71,4 @@ class SimgridConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            valid = list(cls.model_fields)
-            for key in data:
-                if key not in valid:
-                    raise _problem(f"unknown key {key!r}; valid: {', '.join(valid)}"
-                                   f"{did_you_mean(key, valid)}", key)
-        return data
+        return reject_unknown_keys(cls, data)

@@ -12,7 +12,8 @@ from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from collbench.errors import did_you_mean
+from collbench.spec_fields import one_of as _one_of
+from collbench.spec_fields import reject_unknown_keys
 
 LAUNCHERS: Final = ("srun", "mpirun")
 SRUN_MPI: Final = ("auto", "pmix", "pmi2", "none")
@@ -36,15 +37,6 @@ def _problem(message: str, *path: str | int) -> ValueError:
     from collbench.spec_fields import _Problem
 
     return _Problem(message, *path)
-
-
-def _one_of(choices: tuple[str, ...]) -> AfterValidator:
-    def check(value: str) -> str:
-        if value not in choices:
-            raise _problem(f"{value!r} is not valid; valid: {', '.join(choices)}"
-                           f"{did_you_mean(value, choices)}")
-        return value
-    return AfterValidator(check)
 
 
 def _word(value: str) -> str:
@@ -150,13 +142,7 @@ class SlurmConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            valid = list(cls.model_fields)
-            for key in data:
-                if key not in valid:
-                    raise _problem(f"unknown key {key!r}; valid: {', '.join(valid)}"
-                                   f"{did_you_mean(key, valid)}", key)
-        return data
+        return reject_unknown_keys(cls, data)
 
     def time_limit_s(self) -> int | None:
         return parse_time_limit(self.time_limit) if self.time_limit else None
