@@ -31,6 +31,7 @@ run: $(STAMP)
 test: $(STAMP) system-deps .venv-mpich/.installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q
 
 bench: $(STAMP)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from collbench.catalog import mpich, openmpi
-from collbench.catalog.algorithms import Catalog, load_catalog
+from collbench.catalog.algorithms import Catalog
+from collbench.catalog.load import load_catalog
 from collbench.catalog.mpi import find_mpi
 from collbench.errors import UserError
 from collbench.plan import Launch, Plan, Point, make_plan

@@ -31,6 +31,13 @@ from collbench.sizes import format_size
 from collbench.spec import AlgorithmChoice, Spec
 
 PLAN_FORMAT: Final = 1
+# What each plan.json format holds; a new format adds a line and a reader for the old one.
+PLAN_HISTORY: Final[dict[int, str]] = {
+    1: "campaign, seed, backend, launches: [{launch_id, repetition, nprocs, mapping, "
+       "binding, oversubscribe, mca, env, swept, selection, timeout_s, validate, samples, "
+       "points: [{collective, algorithm, algorithm_id, segsize, fanout, size_bytes, "
+       "iterations, warmup}]}]",
+}
 MPIT: Final = "mpit"
 LAUNCH: Final = "launch"
 NONE: Final = "none"
@@ -423,7 +430,7 @@ def _with_id(index: int, launch: Launch) -> Launch:
     return replace(launch, launch_id=f"{index:04d}-{digest[:8]}")
 
 
-def make_plan(spec: Spec, catalog: Catalog, source: str = "spec.toml",
+def make_plan(spec: Spec, catalog: Catalog, source: str = "the spec",
               cores: int | None = None) -> Plan:
     """Every launch of the campaign, in run order; UserError naming the spec key at fault.
 

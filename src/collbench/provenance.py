@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from collbench import __version__
 from collbench.catalog.mpi import MpiInstall
+from collbench.version import __version__
 
 # Environment variables that change MPI behaviour or placement.
 ENV_PREFIXES = ("OMPI_", "PMIX_", "PRTE_", "MPIR_CVAR_", "MPICH_", "HYDRA_", "I_MPI_", "UCX_",

@@ -11,6 +11,13 @@ from __future__ import annotations
 from typing import Any, Final
 
 FORMAT_VERSION: Final = 1
+# What each results-folder format version holds. A reader of version N refuses others;
+# a future version adds a line here and an upgrade step in store.py that rewrites an older
+# folder (campaign.json's format_version says which one a folder is).
+FORMAT_HISTORY: Final[dict[int, str]] = {
+    1: "the layout store.py documents; rows with the COLUMNS below (metrics as a JSON "
+       "string), samples with SAMPLE_COLUMNS, the plan in PLAN_FORMAT 1",
+}
 
 # Column name -> DuckDB type. Order is the order of columns in exports.
 COLUMNS: Final[dict[str, str]] = {

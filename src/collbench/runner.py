@@ -15,12 +15,11 @@ from typing import Any
 
 from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
 from collbench.errors import UserError
-from collbench.launch.base import Backend, KernelCall, LaunchOutcome
+from collbench.launch.base import Backend, KernelCall, LaunchBackend, LaunchOutcome
 from collbench.launch.batch import BatchBackend, Done
 from collbench.plan import Launch, Plan
 from collbench.progress import Progress
 from collbench.records import make_row
-from collbench.spec import Spec, parse_spec
 from collbench.store import Store
 
 ERROR_TAIL = 600  # characters of stderr kept in each failed row
@@ -146,12 +145,13 @@ def _write_samples(launch: Launch, measured: list[dict[str, Any]], path: Path) -
 
 def run_campaign(
     store: Store, plan: Plan, backend: Backend, kernel: Path, ctx: RowContext,
-    progress_stream: Any = None, debug: tuple[str, ...] = (), spec: Spec | None = None,
+    progress_stream: Any = None, debug: tuple[str, ...] = (), wrapper: tuple[str, ...] = (),
 ) -> Summary:
     """Run every launch of the plan not yet stored; return what happened.
 
-    A batch backend (Slurm) takes all of them at once; `spec` (default: the one stored
-    with the results) gives it the scheduler settings.
+    The one dispatch on the kind of backend: a batch backend (Slurm) takes every launch at
+    once, the others run them one by one. `wrapper` starts each rank's kernel (e.g. `env
+    LD_PRELOAD=...`; one-by-one backends only).
     """
     finished = store.finished()
     todo = [la for la in plan.launches if la.launch_id not in finished]
@@ -161,18 +161,19 @@ def run_campaign(
     intr = _Interrupt()
     if isinstance(backend, BatchBackend):
         if todo:
-            spec = spec or parse_spec(store.spec_text(), str(store.root / "spec.toml"))
             with _signals(intr):
-                _run_batch(store, spec, todo, backend, kernel, ctx, debug, summary, progress,
+                _run_batch(store, todo, backend, kernel, ctx, debug, summary, progress,
                            estimates, intr)
         return summary
+    if not isinstance(backend, LaunchBackend):
+        raise TypeError(f"backend {backend.name!r} is neither a launch nor a batch backend")
     with _signals(intr):
         for launch in todo:
             work = store.work_dir(launch.launch_id)
             if work.exists():
                 shutil.rmtree(work)  # leftovers of an interrupted attempt
             work.mkdir(parents=True)
-            call = KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug)
+            call = KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug, wrapper)
             call.jobfile.write_text("\n".join(launch.job_lines()) + "\n")
             outcome = backend.run(launch, call, intr)
             if outcome.status == "interrupted" or intr.flag:
@@ -215,11 +216,11 @@ def _message(launch: Launch, outcome: LaunchOutcome, ok: int) -> str:
     return msg
 
 
-def _run_batch(store: Store, spec: Spec, todo: list[Launch], backend: BatchBackend,
+def _run_batch(store: Store, todo: list[Launch], backend: BatchBackend,
                kernel: Path, ctx: RowContext, debug: tuple[str, ...], summary: Summary,
                progress: Progress, estimates: dict[str, float], intr: _Interrupt) -> None:
     """Hand every launch to the scheduler, then store each one as its job reports it."""
-    reports = backend.begin(store, spec, todo, kernel, debug)
+    reports = backend.begin(store, todo, kernel, debug)
     while True:
         for report in reports:
             launch = report.launch

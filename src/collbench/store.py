@@ -9,6 +9,9 @@ Layout (format version records.FORMAT_VERSION):
     launches/<id>.meta.json  command line, status, wall time, stderr tail, hosts
     samples/<id>.parquet  raw per-iteration samples (optional)
     work/<id>/            job file, kernel output and logs of a launch that did not succeed
+    <backend files>       what a backend keeps (platform.toml/.xml, slurm/): backend_file()
+
+This module is the only one that knows these names; everything else asks it.
 
 Every file is written to a temporary name, fsynced and renamed, so a SIGKILL at any
 moment leaves either the whole launch or nothing of it.
@@ -25,9 +28,9 @@ from typing import Any
 
 import duckdb
 
-from collbench import __version__
 from collbench.errors import UserError
 from collbench.records import COLUMNS, FORMAT_VERSION, SAMPLE_COLUMNS
+from collbench.version import __version__
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -94,8 +97,40 @@ class Store:
     def plan(self) -> dict[str, Any]:
         return self._read_json(self.root / "plan.json", "plan.json")
 
+    @property
+    def spec_file(self) -> Path:
+        """The spec as run (its path names it in messages about the stored spec)."""
+        return self.root / "spec.toml"
+
     def spec_text(self) -> str:
-        return (self.root / "spec.toml").read_text()
+        try:
+            return self.spec_file.read_text()
+        except OSError as e:
+            raise UserError(f"{self.spec_file}: unreadable: {e.strerror or e}") from None
+
+    def has_spec(self) -> bool:
+        return self.spec_file.exists()
+
+    def provenance(self) -> dict[str, Any]:
+        """provenance.json ({} when the folder has none)."""
+        path = self.root / "provenance.json"
+        if not path.exists():
+            return {}
+        return self._read_json(path, "provenance.json")
+
+    def mpi_info_dump(self) -> Path | None:
+        """The MPI's full parameter dump (ompi_info --all), when the campaign has one."""
+        path = self.root / "ompi_info.txt"
+        return path if path.exists() else None
+
+    def backend_file(self, name: str) -> Path:
+        """Where a backend keeps its own file (or folder) `name` in this campaign."""
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"not a backend file name: {name!r}")
+        return self.root / name
+
+    def write_backend_file(self, name: str, text: str) -> None:
+        atomic_write(self.backend_file(name), text.encode())
 
     def _read_json(self, path: Path, what: str) -> dict[str, Any]:
         if not path.exists():
@@ -120,6 +155,19 @@ class Store:
 
     def work_dir(self, launch_id: str) -> Path:
         return self.root / "work" / launch_id
+
+    def launch_rows(self, launch_id: str) -> Path:
+        """The rows file of a stored launch."""
+        return self.launch_dir / f"{launch_id}.jsonl"
+
+    def launch_files(self) -> list[Path]:
+        """Every stored launch's rows file."""
+        return sorted(self.launch_dir.glob("*.jsonl")) if self.launch_dir.is_dir() else []
+
+    def sample_files(self) -> list[Path]:
+        """Every stored launch's raw samples (Parquet)."""
+        d = self.root / "samples"
+        return sorted(d.glob("*.parquet")) if d.is_dir() else []
 
     def finished(self) -> dict[str, str]:
         """launch_id -> launch status, for every launch stored."""
@@ -162,7 +210,7 @@ class Store:
         try:
             con.execute(
                 f"COPY (SELECT * FROM read_json(?, format='newline_delimited', "
-                f"columns={_duck_columns(SAMPLE_COLUMNS)})) TO '{_sql_path(tmp)}' "
+                f"columns={_duck_columns(SAMPLE_COLUMNS)})) TO '{sql_path(tmp)}' "
                 "(FORMAT parquet)",
                 [str(jsonl)],
             )
@@ -181,7 +229,7 @@ class Store:
         if rows:
             con.execute(
                 "CREATE VIEW measurements AS SELECT * FROM read_json("
-                f"'{_sql_path(self.launch_dir)}/*.jsonl', format='newline_delimited', "
+                f"'{sql_path(self.launch_dir)}/*.jsonl', format='newline_delimited', "
                 f"columns={_duck_columns(COLUMNS)})"
             )
         else:
@@ -190,7 +238,7 @@ class Store:
         sample_dir = self.root / "samples"
         if sample_dir.is_dir() and any(sample_dir.glob("*.parquet")):
             con.execute(
-                f"CREATE VIEW samples AS SELECT * FROM read_parquet('{_sql_path(sample_dir)}"
+                f"CREATE VIEW samples AS SELECT * FROM read_parquet('{sql_path(sample_dir)}"
                 "/*.parquet')"
             )
         else:
@@ -199,6 +247,13 @@ class Store:
         return con
 
 
-def _sql_path(path: Path) -> str:
+def open_results(path: str | Path) -> Store:
+    """A results folder to read; UserError when `path` holds none."""
+    store = Store(Path(path))
+    store.campaign()  # validates the folder
+    return store
+
+
+def sql_path(path: Path) -> str:
     # Paths go into SQL string literals (DuckDB table functions need literal globs).
     return str(path.resolve()).replace("'", "''")

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from collbench.analyse import algorithm_label, compare
-from collbench.analyse.cli import add_parser
 from collbench.analyse.render import render
+from collbench.commands.compare import add_parser
 from collbench.errors import UserError
 from collbench.records import make_row
 from collbench.store import Store

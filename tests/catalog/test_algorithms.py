@@ -3,7 +3,8 @@ from pathlib import Path
 import pytest
 
 from collbench.catalog import openmpi
-from collbench.catalog.algorithms import Catalog, load_catalog
+from collbench.catalog.algorithms import Catalog
+from collbench.catalog.load import load_catalog
 from collbench.catalog.mpi import find_mpi
 from collbench.errors import UserError
 

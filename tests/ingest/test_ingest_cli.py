@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from collbench.analyse.show import show
+from collbench.commands.ingest import add_parser
 from collbench.errors import UserError
-from collbench.ingest.cli import add_parser
 from collbench.records import COLUMNS
-from collbench.show import show
 from collbench.store import Store
 from tests.ingest import IMB, OSU, needs_samples
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from collbench import buildcache
 from collbench.kernel import build
 from collbench.kernel.build import KernelBuildError, build_kernel, kernel_source, mpi_fingerprint
 
@@ -27,16 +28,18 @@ def test_build_then_reuse_without_recompiling(mpicc: Path, tmp_path: Path) -> No
     mtime = first.path.stat().st_mtime_ns
 
     second = build_kernel(mpicc, cache_dir=tmp_path)
-    assert second == first
+    assert (second.path, second.fingerprint, second.compile_command) == (
+        first.path, first.fingerprint, first.compile_command)
+    assert first.fresh and not second.fresh
     assert second.path.stat().st_mtime_ns == mtime
     assert [p.name for p in first.path.parent.iterdir()] == ["collbench_kernel"]  # no temp
 
 
 def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("COLLBENCH_CACHE", str(tmp_path))
-    assert build.default_cache_dir() == tmp_path
+    assert buildcache.default_cache_dir() == tmp_path
     monkeypatch.delenv("COLLBENCH_CACHE")
-    assert build.default_cache_dir() == Path.home() / ".cache" / "collbench"
+    assert buildcache.default_cache_dir() == Path.home() / ".cache" / "collbench"
 
 
 def test_kernel_compiles_without_warnings(mpicc: Path, tmp_path: Path) -> None:

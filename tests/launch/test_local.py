@@ -7,8 +7,9 @@ import pytest
 
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
-from collbench.launch.base import KernelCall, get_backend
+from collbench.launch.base import KernelCall
 from collbench.plan import Launch, Point
+from tests.backend_support import make_backend
 
 POINT = Point("bcast", "binomial", 6, 0, 0, 1024, 100, 10)
 
@@ -31,7 +32,7 @@ CALL = KernelCall(Path("/k/collbench_kernel"), Path("/w/jobs.txt"), Path("/w/out
 
 
 def test_openmpi_command_is_an_argument_list() -> None:
-    argv = get_backend("local", mpi()).command(launch(), CALL)
+    argv = make_backend("local", mpi()).command(launch(), CALL)
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     assert argv == ["/opt/mpi/bin/mpirun", *root, "-np", "4", "--map-by", "core",
                     "--bind-to", "core", "--mca", "coll_tuned_use_dynamic_rules", "1",
@@ -40,16 +41,16 @@ def test_openmpi_command_is_an_argument_list() -> None:
 
 
 def test_openmpi5_oversubscription_uses_modifiers() -> None:
-    argv = get_backend("local", mpi()).command(launch(oversubscribe=True), CALL)
+    argv = make_backend("local", mpi()).command(launch(oversubscribe=True), CALL)
     assert argv[argv.index("--map-by") + 1] == "core:OVERSUBSCRIBE"
     assert argv[argv.index("--bind-to") + 1] == "core:overload-allowed"
-    unbound = get_backend("local", mpi()).command(launch(oversubscribe=True, binding="none"),
+    unbound = make_backend("local", mpi()).command(launch(oversubscribe=True, binding="none"),
                                                   CALL)
     assert unbound[unbound.index("--bind-to") + 1] == "none"
 
 
 def test_openmpi4_oversubscription_flag() -> None:
-    argv = get_backend("local", mpi(version="4.1.6")).command(launch(oversubscribe=True), CALL)
+    argv = make_backend("local", mpi(version="4.1.6")).command(launch(oversubscribe=True), CALL)
     assert "--oversubscribe" in argv and "core:OVERSUBSCRIBE" not in argv
 
 
@@ -57,7 +58,7 @@ def test_forced_algorithm_env_and_kernel_switches() -> None:
     la = launch(selection="launch", validate=True, samples=True,
                 mca=(("coll_tuned_bcast_algorithm", "6"), ("coll_tuned_use_dynamic_rules", "1")),
                 env=(("UCX_TLS", "sm,self"),))
-    argv = get_backend("local", mpi()).command(la, CALL)
+    argv = make_backend("local", mpi()).command(la, CALL)
     assert argv[argv.index("coll_tuned_bcast_algorithm") + 1] == "6"
     assert argv[argv.index("-x") + 1] == "UCX_TLS"
     assert "--mpit" not in argv and "--validate" in argv and "--samples" in argv
@@ -66,7 +67,7 @@ def test_forced_algorithm_env_and_kernel_switches() -> None:
 def test_mpich_hydra_command_forces_by_environment() -> None:
     la = launch(selection="launch", mca=(),
                 env=(("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "binomial"),))
-    argv = get_backend("local", mpi("mpich", "4.2.0")).command(la, CALL)
+    argv = make_backend("local", mpi("mpich", "4.2.0")).command(la, CALL)
     assert argv[:7] == ["/opt/mpi/bin/mpirun", "-np", "4", "-map-by", "core", "-bind-to",
                         "core"]
     i = argv.index("-genv")
@@ -74,5 +75,5 @@ def test_mpich_hydra_command_forces_by_environment() -> None:
 
 
 def test_unknown_backend_names_the_choices() -> None:
-    with pytest.raises(UserError, match=r"valid: fake, local"):
-        get_backend("lcoal", mpi())
+    with pytest.raises(UserError, match=r"valid: local, slurm, simgrid, fake"):
+        make_backend("lcoal", mpi())

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from collbench.catalog.algorithms import load_catalog
 from collbench.catalog.collectives import COLLECTIVES, Kind
+from collbench.catalog.load import load_catalog
 from collbench.catalog.mpi import find_mpi
 from collbench.catalog.simgrid import MPICH, OPENMPI, SMPI_SWITCHES, selector
 from collbench.cli import main

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from collbench.commands.report import add_parser
 from collbench.errors import UserError
 from collbench.report import Options, Written, build_report
 from collbench.report import html as page_html
-from collbench.report.cli import add_parser
 from collbench.store import Store
 from tests.report import SIZES, make_results
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from collbench.catalog import openmpi
-from collbench.catalog.algorithms import Catalog
+from collbench.catalog.mpi import find_mpi
 from collbench.errors import UserError
 from collbench.spec import parse_spec
 from collbench.study import toml
@@ -140,10 +141,9 @@ def test_stage_specs_are_campaign_specs_with_kept_settings_fixed() -> None:
     assert first.measure.bind_to == ["core", "socket", "none"] and not first.mca.sweep
 
 
-def test_preflight_plans_every_stage() -> None:
+def test_preflight_plans_every_stage(tmp_path: Path) -> None:
     s = parse_study(study_text(run="repetitions = 3"), "s.toml")
     params = resolve(s, parse_params(SAMPLE), MPI)
-    catalog = Catalog("openmpi", "5.0.11", "test", openmpi.fallback())
-    plans = preflight(s, params, catalog, 1)
+    plans = [stage.plan for stage in preflight(s, params, find_mpi(None, False), 1, tmp_path)]
     # settings × repetitions × process counts; "default" needs one launch each
     assert [len(p.launches) for p in plans] == [3 * 3 * 2, 3 * 3 * 2, 2 * 3 * 2]

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from collbench.buildcache import default_cache_dir
 from collbench.catalog.mpi import find_mpi
 from collbench.cli import main
-from collbench.kernel.build import build_kernel, default_cache_dir
+from collbench.kernel.build import build_kernel
 from collbench.tune.mpich import activation, builtin_table
 from tests.tune.fakedata import write_store
 

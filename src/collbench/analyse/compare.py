@@ -279,8 +279,8 @@ def _group(rows: Sequence[dict[str, Any]]) -> dict[PointKey, list[dict[str, Any]
 
 def _cores(store: Store) -> int | None:
     try:
-        cores = json.loads((store.root / "provenance.json").read_text()).get("cores")
-    except (OSError, ValueError, AttributeError):
+        cores = store.provenance().get("cores")
+    except UserError:
         return None
     return cores if isinstance(cores, int) and cores > 0 else None
 

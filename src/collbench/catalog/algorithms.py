@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.errors import UserError, did_you_mean
-
-if TYPE_CHECKING:
-    from collbench.catalog.mpi import MpiInstall
 
 DEFAULT = "default"
 
@@ -71,15 +67,3 @@ class Catalog:
             f"{self.version}; valid: {', '.join(valid)}"
             f"{did_you_mean(str(ref), [a.name for a in algs])}"
         )
-
-
-def load_catalog(mpi: MpiInstall) -> Catalog:
-    """The algorithm table of the MPI under study."""
-    from collbench.catalog import mpich, openmpi
-
-    if mpi.implementation == "openmpi" and mpi.info_tool is not None:
-        algs, source = openmpi.query(mpi.info_tool)
-        return Catalog("openmpi", mpi.version, source, algs)
-    if mpi.implementation == "mpich":
-        return Catalog("mpich", mpi.version, "built-in table for MPICH 4.x/5.0", mpich.table())
-    return Catalog(mpi.implementation, mpi.version, "none", {})

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from collbench import __version__
+from collbench.campaign import create_folder
 from collbench.catalog.openmpi import FALLBACK_5_0
 from collbench.errors import UserError, choice_error
 from collbench.ingest.common import KNOWN_NAMES, ParsedFile, ParsedRow
@@ -27,6 +27,7 @@ from collbench.ingest.imb import is_banner, parse_imb
 from collbench.ingest.osu import TWO_PROCESS_TESTS, is_title, parse_columns, parse_osu
 from collbench.records import make_row
 from collbench.store import Store
+from collbench.version import __version__
 
 __all__ = ["FORMATS", "IngestOptions", "ParsedFile", "ParsedRow", "detect", "ingest_files",
            "parse", "parse_imb", "parse_osu"]
@@ -64,7 +65,7 @@ class IngestOptions:
 
 
 def check_options(opts: IngestOptions) -> None:
-    from collbench.spec_fields import BIND_TO, MAP_BY  # the spec's choices: one vocabulary
+    from collbench.spec.fields import BIND_TO, MAP_BY  # the spec's choices: one vocabulary
 
     if opts.format not in FORMATS:
         raise choice_error("--format", "format", opts.format, FORMATS)
@@ -287,9 +288,8 @@ def _campaign(out: Path, opts: IngestOptions) -> str:
 def _open_store(out: Path, campaign: str, paths: list[Path]) -> Store:
     store = Store(out)
     if not store.exists():
-        store.create({"name": campaign, "seed": 0, "backend": "ingest", "kind": "ingest"},
-                     spec_text="# ingested results: no spec\n", plan={"launches": []},
-                     provenance=_provenance(paths))
+        create_folder(store, {"name": campaign, "seed": 0, "backend": "ingest", "kind": "ingest"},
+                      "# ingested results: no spec\n", {"launches": []}, _provenance(paths))
     return store
 
 

@@ -9,22 +9,18 @@ other flags therefore give a new binary; the same inputs reuse the old one.
 from __future__ import annotations
 
 import hashlib
-import os
-import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from collbench.errors import UserError
+from collbench.buildcache import BuildError, cache_key, cached_build
 
 KERNEL_NAME = "collbench_kernel"
 SOURCE_NAME = "collbench_kernel.c"
 _PROBE_TIMEOUT_S = 60
-_COMPILE_TIMEOUT_S = 600
 
 
 @dataclass(frozen=True)
@@ -32,9 +28,10 @@ class KernelBinary:
     path: Path
     fingerprint: str  # hash of the MPI fingerprint, the kernel source and the flags
     compile_command: list[str]
+    fresh: bool = False  # compiled by this call, not taken from the cache
 
 
-class KernelBuildError(UserError):
+class KernelBuildError(BuildError):
     """The kernel did not compile; the message holds the command and compiler output."""
 
 
@@ -75,11 +72,6 @@ def kernel_source() -> Path:
     return Path(str(resources.files("collbench.kernel").joinpath(SOURCE_NAME)))
 
 
-def default_cache_dir() -> Path:
-    env = os.environ.get("COLLBENCH_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "collbench"
-
-
 def _command(mpicc: Path, out: Path, src: Path, extra_cflags: Sequence[str]) -> list[str]:
     return [str(mpicc), "-O2", *extra_cflags, "-o", str(out), str(src), "-lm"]
 
@@ -88,35 +80,8 @@ def build_kernel(mpicc: Path, cache_dir: Path | None = None,
                  extra_cflags: Sequence[str] = ()) -> KernelBinary:
     """Compile the kernel (or reuse the cached binary) and return where it is."""
     src = kernel_source()
-    digest = hashlib.sha256()
-    digest.update(mpi_fingerprint(mpicc).encode())
-    digest.update(src.read_bytes())
-    digest.update("\0".join(extra_cflags).encode())
-    fingerprint = digest.hexdigest()[:24]
-
-    out_dir = (cache_dir or default_cache_dir()) / "kernels" / fingerprint
-    out = out_dir / KERNEL_NAME
-    command = _command(mpicc, out, src, extra_cflags)
-    if out.is_file() and os.access(out, os.X_OK):
-        return KernelBinary(out, fingerprint, command)
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    # Compile to a private name, then rename: concurrent builds each publish a whole file.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{KERNEL_NAME}.", dir=out_dir)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    run = _command(mpicc, tmp, src, extra_cflags)
-    try:
-        res = subprocess.run(run, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S,
-                             check=False)
-        if res.returncode != 0:
-            raise KernelBuildError(
-                f"compiling the kernel failed (exit {res.returncode}): {shlex.join(run)}\n"
-                f"{res.stdout}{res.stderr}".rstrip())
-        tmp.chmod(0o755)
-        tmp.replace(out)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise KernelBuildError(f"compiling the kernel failed: {shlex.join(run)}\n{exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
-    return KernelBinary(out, fingerprint, command)
+    key = cache_key(mpi_fingerprint(mpicc), src.read_bytes(), "\0".join(extra_cflags))
+    built = cached_build("kernels", KERNEL_NAME, key,
+                         lambda out: _command(mpicc, out, src, extra_cflags), "the kernel",
+                         cache_dir, error=KernelBuildError)
+    return KernelBinary(built.path, key, built.command, built.fresh)

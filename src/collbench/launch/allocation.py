@@ -8,7 +8,6 @@ slots per node (to plan oversubscription and to record how many nodes a launch u
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -17,7 +16,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collbench.plan import Launch
-    from collbench.spec import Spec
 
 
 def expand_hostlist(text: str) -> list[str]:
@@ -97,19 +95,6 @@ def current(environ: Mapping[str, str] | None = None) -> Allocation | None:
     if len(slots) != len(nodes):
         slots = [1] * len(nodes)
     return Allocation(job, nodes, tuple(slots))
-
-
-def plan_cores(spec: Spec, backend: str | None) -> int | None:
-    """Cores that decide run.oversubscribe = "auto": the Slurm allocation to come
-    (nodes × tasks per node), or the one we are in; None: this machine's."""
-    if (backend or spec.run.backend) == "slurm":
-        cfg = spec.run.slurm
-        tpn = cfg.tasks_per_node or math.ceil(max(spec.measure.nprocs) / cfg.nodes)
-        return cfg.nodes * tpn
-    alloc = current()
-    if alloc is not None and (backend or spec.run.backend) == "local" and alloc.total_slots:
-        return alloc.total_slots
-    return None
 
 
 def nodes_for(launch: Launch, alloc: Allocation | None) -> int:

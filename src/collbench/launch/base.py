@@ -1,18 +1,35 @@
-"""The backend interface and registry: adding a scheduler is one module that registers."""
+"""What every launch backend is, and how one is made from its name.
+
+A backend is complete after one call, `create(name, setup)`: it reads what it needs from
+the spec (a platform, an allocation), says how plans are made for it (`planning`), builds
+its kernel, describes itself for provenance and resume checks, writes and reads its own
+files in the results folder, and shows its dry run. How it runs launches comes in two
+kinds, and the runner dispatches on them once:
+
+- LaunchBackend: one launch at a time, to completion (`run`);
+- BatchBackend: a scheduler takes every launch at once and reports each as it ends
+  (collbench.launch.batch).
+"""
 
 from __future__ import annotations
 
+import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from collbench.errors import choice_error
+from collbench import provenance, registry
+from collbench.errors import UserError
+from collbench.kernel.build import KernelBinary, build_kernel
 
 if TYPE_CHECKING:
+    from collbench.catalog.algorithms import Catalog
     from collbench.catalog.mpi import MpiInstall
-    from collbench.plan import Launch
+    from collbench.plan import Launch, Plan
+    from collbench.spec import Spec
+    from collbench.store import Store
 
 Status = Literal["ok", "failed", "timeout", "interrupted"]
 
@@ -25,9 +42,11 @@ class KernelCall:
     jobfile: Path
     outfile: Path
     debug: tuple[str, ...] = ()  # extra kernel arguments (test switches such as --debug hang)
+    wrapper: tuple[str, ...] = ()  # runs each rank's kernel, e.g. `env LD_PRELOAD=...`
 
     def argv(self, launch: Launch) -> list[str]:
-        args = [str(self.kernel), "--jobs", str(self.jobfile), "--output", str(self.outfile)]
+        args = [*self.wrapper, str(self.kernel), "--jobs", str(self.jobfile),
+                "--output", str(self.outfile)]
         if launch.selection == "mpit":
             args.append("--mpit")
         if launch.validate:
@@ -47,40 +66,134 @@ class LaunchOutcome:
     hosts: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class BackendSetup:
+    """What a backend is made from.
+
+    `store` is the results folder the campaign lives in (it may not exist yet: a new
+    campaign, a dry run); when `resume` is set, the backend takes its own stored state from
+    it (e.g. the simulated platform) instead of the spec."""
+
+    spec: Spec
+    mpi: MpiInstall
+    source: str  # where the spec came from, for messages and relative paths
+    store: Store
+    platform: str | None = None  # a simulated platform given on the command line
+    resume: bool = False
+
+
+@dataclass(frozen=True)
+class Planning:
+    catalog: Catalog  # the algorithms this backend can run
+    cores: int | None  # cores that decide oversubscribe = "auto"; None: this machine's
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The MPI that produced a campaign's numbers: rows carry it, resume compares it."""
+
+    implementation: str
+    version: str
+    compiler: str  # the wrapper compiler the kernel was built with
+
+    def describe(self) -> str:
+        return f"{self.implementation} {self.version} ({self.compiler})"
+
+
 class Backend(ABC):
-    name: str = ""
+    name: ClassVar[str] = ""
 
-    def __init__(self, mpi: MpiInstall) -> None:
-        self.mpi = mpi
+    def __init__(self, setup: BackendSetup) -> None:
+        self.setup = setup
+        self.spec = setup.spec
+        self.mpi = setup.mpi
 
+    # --- planning, building, describing ----------------------------------------------
+    def planning(self, base: Catalog) -> Planning:
+        """The catalogue and core count a plan for this backend is made with; UserError
+        naming the spec key where the spec asks what this backend cannot do."""
+        return Planning(base, None)
+
+    def build_kernel(self) -> KernelBinary:
+        return build_kernel(self.mpi.mpicc)
+
+    def identity(self) -> Identity:
+        return Identity(self.mpi.implementation, self.mpi.version, str(self.mpi.mpicc))
+
+    def provenance(self, kernel: KernelBinary) -> dict[str, Any]:
+        return provenance.collect(self.mpi, kernel_record(kernel))
+
+    def campaign_meta(self) -> dict[str, Any]:
+        """What this backend adds to the campaign's record (campaign.json)."""
+        return {}
+
+    def describe(self) -> str:
+        """One line said before launches run ("" for nothing)."""
+        return ""
+
+    def created(self, store: Store) -> None:
+        """The campaign folder was just created: store this backend's own files."""
+        return None
+
+    def ready(self, store: Store) -> None:
+        """Before launches run (new or resumed campaign): restore what a kill may have
+        left missing."""
+        return None
+
+    # --- launching --------------------------------------------------------------------
     @abstractmethod
     def command(self, launch: Launch, call: KernelCall) -> list[str]:
         """The argument list that runs this launch (never a shell string)."""
 
-    @abstractmethod
-    def run(
-        self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]
-    ) -> LaunchOutcome:
-        """Run to completion, timeout or interruption; the kernel writes call.outfile."""
+    def environment(self, launch: Launch) -> list[tuple[str, str]]:
+        """Environment the launcher gets beyond collbench's own (shown in dry runs)."""
+        return list(launch.env)
 
     def nodes(self, launch: Launch) -> int:
         return 1
 
+    def placement_problem(self, launch: Launch) -> str | None:
+        """Why the launcher would refuse this launch's placement (None: it would not, or
+        this backend cannot tell before running)."""
+        return None
 
-_REGISTRY: dict[str, type[Backend]] = {}
+    def dry_run(self, plan: Plan, kernel: Path, debug: tuple[str, ...]) -> str:
+        """What a run would start, as text; nothing is started or written."""
+        lines = []
+        for la in plan.launches:
+            work = self.setup.store.work_dir(la.launch_id).resolve()
+            call = KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug)
+            env = [f"{k}={v}" for k, v in self.environment(la)]
+            lines.append(f"# {la.launch_id}: {len(la.points)} points")
+            lines.append(shlex.join([*(["env", *env] if env else []),
+                                     *self.command(la, call)]))
+        return "\n".join(lines) + "\n"
+
+
+class LaunchBackend(Backend):
+    """Runs one launch at a time, to completion, timeout or interruption."""
+
+    @abstractmethod
+    def run(self, launch: Launch, call: KernelCall,
+            interrupted: Callable[[], bool]) -> LaunchOutcome:
+        """Run to completion, timeout or interruption; the kernel writes call.outfile."""
+
+
+def kernel_record(kernel: KernelBinary) -> dict[str, Any]:
+    return {"path": str(kernel.path), "fingerprint": kernel.fingerprint,
+            "compile_command": kernel.compile_command}
+
+
+def create(name: str, setup: BackendSetup, where: str = "--backend") -> Backend:
+    """The backend registered as `name`, made for this campaign."""
+    cls = registry.load(name, where)
+    backend = cls(setup)
+    if not isinstance(backend, Backend):
+        raise UserError(f"backend {name!r}: {cls.__qualname__} is not a collbench backend")
+    return backend
 
 
 def register(cls: type[Backend]) -> type[Backend]:
-    _REGISTRY[cls.name] = cls
+    """Add a backend class at run time (plugins use the entry-point group instead)."""
+    registry.register(cls)
     return cls
-
-
-def get_backend(name: str, mpi: MpiInstall) -> Backend:
-    # Import the built-in backends so they register themselves.
-    from collbench.launch import fake, local  # noqa: F401
-    from collbench.launch import simgrid as _simgrid  # noqa: F401
-    from collbench.launch.slurm import backend as _slurm  # noqa: F401
-
-    if name not in _REGISTRY:
-        raise choice_error("--backend", "backend", name, sorted(_REGISTRY))
-    return _REGISTRY[name](mpi)

@@ -9,16 +9,14 @@ Lost (the scheduler killed the job before the launch finished: nothing is stored
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collbench.launch.base import Backend, KernelCall, LaunchOutcome
+from collbench.launch.base import Backend, LaunchOutcome
 
 if TYPE_CHECKING:
     from collbench.plan import Launch
-    from collbench.spec import Spec
     from collbench.store import Store
 
 
@@ -41,16 +39,12 @@ Report = Done | Lost
 
 
 class BatchBackend(Backend):
+    """Takes every launch at once (begin), then reports each as it ends (poll)."""
+
     poll_interval_s: float = 0.5
 
-    def run(
-        self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]
-    ) -> LaunchOutcome:
-        # The runner drives batch backends through begin/poll, never one launch at a time.
-        raise TypeError(f"{self.name} runs launches through begin/poll, not run()")
-
     @abstractmethod
-    def begin(self, store: Store, spec: Spec, todo: list[Launch], kernel: Path,
+    def begin(self, store: Store, todo: list[Launch], kernel: Path,
               debug: tuple[str, ...]) -> list[Report]:
         """Collect launches that already finished, follow live jobs, submit the rest."""
 

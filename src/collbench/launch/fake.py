@@ -16,13 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from collbench.catalog.mpi import launcher_env
-from collbench.launch.base import Backend, KernelCall, LaunchOutcome, register
+from collbench.launch.base import KernelCall, LaunchBackend, LaunchOutcome
 from collbench.launch.process import run_group
 from collbench.plan import Launch
 
 
-@register
-class FakeBackend(Backend):
+class FakeBackend(LaunchBackend):
     name = "fake"
 
     def command(self, launch: Launch, call: KernelCall) -> list[str]:

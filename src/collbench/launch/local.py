@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
-from collbench.catalog.mpi import launcher_env
+from collbench.catalog.algorithms import Catalog
+from collbench.catalog.mpi import MpiInstall, launcher_env
 from collbench.launch import allocation
-from collbench.launch.base import Backend, KernelCall, LaunchOutcome, register
+from collbench.launch.base import KernelCall, LaunchBackend, LaunchOutcome, Planning
 from collbench.launch.process import run_group
 from collbench.plan import Launch
+
+TRIAL_TIMEOUT_S = 60
 
 
 def _major(version: str) -> int:
@@ -19,42 +25,54 @@ def _major(version: str) -> int:
         return 0
 
 
-@register
-class LocalBackend(Backend):
+def mpirun_command(mpi: MpiInstall, launch: Launch, call: KernelCall) -> list[str]:
+    """`mpirun ... kernel` for this launch: Open MPI's flags, or MPICH Hydra's."""
+    if mpi.implementation == "mpich":
+        return _hydra(mpi, launch, call)
+    return _openmpi(mpi, launch, call)
+
+
+def _openmpi(mpi: MpiInstall, launch: Launch, call: KernelCall) -> list[str]:
+    argv = [str(mpi.mpirun)]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+    mapping, binding = launch.mapping, launch.binding
+    if launch.oversubscribe:
+        if _major(mpi.version) >= 5:
+            # Open MPI 5 spells it as modifiers; binding more ranks than cores must
+            # be allowed explicitly or mpirun refuses to start.
+            mapping += ":OVERSUBSCRIBE"
+            if binding != "none":
+                binding += ":overload-allowed"
+        else:
+            argv.append("--oversubscribe")
+    argv += ["-np", str(launch.nprocs), "--map-by", mapping, "--bind-to", binding]
+    for key, value in launch.mca:
+        argv += ["--mca", key, value]
+    for key, _ in launch.env:
+        argv += ["-x", key]
+    return argv + call.argv(launch)
+
+
+def _hydra(mpi: MpiInstall, launch: Launch, call: KernelCall) -> list[str]:
+    argv = [str(mpi.mpirun), "-np", str(launch.nprocs),
+            "-map-by", launch.mapping, "-bind-to", launch.binding]
+    for key, value in launch.env:
+        argv += ["-genv", key, value]
+    return argv + call.argv(launch)
+
+
+class LocalBackend(LaunchBackend):
     name = "local"
 
+    def planning(self, base: Catalog) -> Planning:
+        # Inside a Slurm allocation, its slots decide oversubscription, not this node's.
+        alloc = allocation.current()
+        return Planning(base, alloc.total_slots if alloc is not None and alloc.total_slots
+                        else None)
+
     def command(self, launch: Launch, call: KernelCall) -> list[str]:
-        if self.mpi.implementation == "mpich":
-            return self._hydra(launch, call)
-        return self._openmpi(launch, call)
-
-    def _openmpi(self, launch: Launch, call: KernelCall) -> list[str]:
-        argv = [str(self.mpi.mpirun)]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            argv.append("--allow-run-as-root")
-        mapping, binding = launch.mapping, launch.binding
-        if launch.oversubscribe:
-            if _major(self.mpi.version) >= 5:
-                # Open MPI 5 spells it as modifiers; binding more ranks than cores must
-                # be allowed explicitly or mpirun refuses to start.
-                mapping += ":OVERSUBSCRIBE"
-                if binding != "none":
-                    binding += ":overload-allowed"
-            else:
-                argv.append("--oversubscribe")
-        argv += ["-np", str(launch.nprocs), "--map-by", mapping, "--bind-to", binding]
-        for key, value in launch.mca:
-            argv += ["--mca", key, value]
-        for key, _ in launch.env:
-            argv += ["-x", key]
-        return argv + call.argv(launch)
-
-    def _hydra(self, launch: Launch, call: KernelCall) -> list[str]:
-        argv = [str(self.mpi.mpirun), "-np", str(launch.nprocs),
-                "-map-by", launch.mapping, "-bind-to", launch.binding]
-        for key, value in launch.env:
-            argv += ["-genv", key, value]
-        return argv + call.argv(launch)
+        return mpirun_command(self.mpi, launch, call)
 
     def run(
         self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]
@@ -71,6 +89,23 @@ class LocalBackend(Backend):
             status = "ok" if done.returncode == 0 else "failed"
         return LaunchOutcome(status, argv, done.returncode, done.wall_s, done.stderr_tail,  # type: ignore[arg-type]
                              self._hosts(launch))
+
+    def placement_problem(self, launch: Launch) -> str | None:
+        """mpirun's complaint about this launch's placement: a trial start of `true`."""
+        with tempfile.TemporaryDirectory() as tmp:
+            call = KernelCall(Path("true"), Path(tmp) / "jobs", Path(tmp) / "out")
+            argv = self.command(launch, call)
+            argv = [*argv[:len(argv) - len(call.argv(launch))], "true"]
+            try:
+                done = subprocess.run(argv, env=launcher_env(self.mpi), capture_output=True,
+                                      text=True, timeout=TRIAL_TIMEOUT_S, check=False)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                return f"{type(e).__name__}: {e}"
+        if done.returncode == 0:
+            return None
+        text = " ".join(line.strip() for line in (done.stderr + done.stdout).splitlines()
+                        if line.strip() and not set(line.strip()) <= {"-"})
+        return f"exit status {done.returncode}: {text[:400].strip()}"
 
     # Inside a Slurm allocation mpirun spreads ranks over its nodes by itself.
     def nodes(self, launch: Launch) -> int:

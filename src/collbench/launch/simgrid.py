@@ -1,5 +1,11 @@
 """SimGrid SMPI backend: the kernel, built with smpicc, runs on a simulated cluster.
 
+Everything a simulation cannot do is rejected before anything runs: MPI_T switching, MCA
+parameters, segment sizes and fanouts (SMPI's ports choose their own), algorithms SMPI
+does not implement, placements other than core/socket/node, more ranks than the platform
+has cores. The results folder gets the cluster description (platform.toml) and the
+SimGrid file generated from it (platform.xml); rows say backend "simgrid", mpi "smpi".
+
 One `smpirun` per launch: `-platform` (the XML collbench generated from the cluster
 description), `-hostfile` (where --map-by puts each rank), and `--cfg` options:
 - smpi/coll-selector:ompi (or mpich): the baseline that mimics the library's decisions;
@@ -25,19 +31,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from collbench.catalog.simgrid import smpi_algorithm
+from collbench.catalog.algorithms import Catalog
+from collbench.catalog.load import load_catalog
+from collbench.catalog.simgrid import check_algorithm, selector, simgrid_catalog, smpi_algorithm
 from collbench.errors import UserError
 from collbench.kernel.build import KernelBinary, build_kernel
-from collbench.launch.base import Backend, KernelCall, LaunchOutcome, register
+from collbench.launch.base import (
+    BackendSetup,
+    Identity,
+    KernelCall,
+    LaunchBackend,
+    LaunchOutcome,
+    Planning,
+)
 from collbench.launch.process import run_group
 from collbench.plan import LAUNCH, Launch
 from collbench.platforms.loader import platform_args
-from collbench.platforms.model import Cluster
-from collbench.platforms.placement import hostfile, nodes_used, place
-from collbench.platforms.simgrid_xml import node_id
+from collbench.platforms.model import Cluster, builtin_names, load_cluster, parse_cluster
+from collbench.platforms.placement import MAPPINGS, check_placement, hostfile, nodes_used, place
+from collbench.platforms.simgrid_xml import node_id, platform_xml
+from collbench.spec import Spec
 
+PLATFORM_TOML: Final = "platform.toml"
+PLATFORM_XML: Final = "platform.xml"
 INSTALL_HINT: Final = ("install SimGrid's SMPI (Debian/Ubuntu: apt-get install "
                        "libsimgrid-dev), or put smpicc and smpirun on PATH")
 SHARED_MALLOC_THRESH: Final = 65536
@@ -133,26 +151,151 @@ class SimSettings:
         return cfg
 
 
-@register
-class SimgridBackend(Backend):
+def check_spec(spec: Spec, base: Catalog, source: str) -> None:
+    """Reject what SMPI cannot simulate, naming the spec key and the valid choices."""
+    if spec.run.selection == "mpit":
+        raise UserError(f"{source}: run.selection: 'mpit' needs MPI_T, which SimGrid SMPI does "
+                        "not have; valid: auto, launch")
+    if spec.mca.fixed or spec.mca.sweep:
+        raise UserError(f"{source}: mca: SimGrid SMPI has no MCA parameters; remove the [mca] "
+                        "table (SimGrid options go in run.simgrid.cfg)")
+    for i, mapping in enumerate(spec.measure.map_by):
+        if mapping not in MAPPINGS:
+            raise UserError(f"{source}: measure.map_by[{i}]: {mapping!r} is not simulated; "
+                            f"valid: {', '.join(MAPPINGS)}")
+    chosen = spec.measure.algorithms
+    for coll in spec.measure.collectives:
+        entries = chosen.get(coll, []) if isinstance(chosen, dict) else chosen
+        prefix = f"measure.algorithms.{coll}" if isinstance(chosen, dict) else \
+            "measure.algorithms"
+        for i, entry in enumerate(entries):
+            where = f"{source}: {prefix}[{i}]"
+            if entry.segsize or entry.fanout:
+                raise UserError(f"{where}.{'segsize' if entry.segsize else 'fanout'}: SMPI's "
+                                "algorithms choose their own segment sizes and fanouts; "
+                                "remove it (see docs/simgrid.md)")
+            check_algorithm(base, coll, entry.name, where)
+
+
+def platform_ref(spec: Spec, source: str, given: str | None) -> str | Path:
+    """The --platform given, else run.simgrid.platform (relative: from the spec's folder)."""
+    ref = given or spec.run.simgrid.platform
+    if ref is None:
+        raise UserError(f"{source}: run.simgrid.platform: no platform given; add it or "
+                        f"--platform NAME; valid: {', '.join(builtin_names())} or a path to "
+                        "a cluster TOML")
+    if ref not in builtin_names() and not Path(ref).is_absolute():
+        beside = Path(source).parent / ref
+        if beside.is_file():
+            return beside
+    return str(ref)
+
+
+class SimgridBackend(LaunchBackend):
     name = "simgrid"
-    settings: SimSettings | None = None
 
-    def configure(self, settings: SimSettings) -> None:
-        self.settings = settings
+    def __init__(self, setup: BackendSetup) -> None:
+        super().__init__(setup)
+        self.tools = find_smpi()
+        # What SMPI cannot simulate is said before anything else (even a missing platform).
+        self.base = load_catalog(self.mpi)
+        check_spec(self.spec, self.base, setup.source)
+        store = setup.store
+        self.platform_path = Path()
+        if setup.resume:  # the platform the campaign was simulated on
+            self.cluster, self.platform_text = self._stored_cluster()
+            if setup.platform:
+                _, given, _ = load_cluster(platform_ref(setup.spec, setup.source,
+                                                        setup.platform))
+                if given != self.platform_text:
+                    raise UserError(f"--platform {setup.platform}: differs from the platform "
+                                    f"stored in {store.root} ({PLATFORM_TOML}); resume with "
+                                    "the same platform")
+        else:
+            self.cluster, self.platform_text, self.platform_path = load_cluster(
+                platform_ref(setup.spec, setup.source, setup.platform))
+        shared = self.spec.run.simgrid.shared_malloc
+        if shared is True and self.spec.measure.check_results:
+            raise UserError("run.simgrid.shared_malloc: true cannot go with measure.validate = "
+                            "true (ranks sharing buffers cannot check their data); use "
+                            "\"auto\"")
+        self.settings = SimSettings(
+            self.tools, self.cluster, store.backend_file(PLATFORM_XML).resolve(),
+            self.mpi.implementation, selector(self.mpi.implementation),
+            tuple(self.spec.run.simgrid.cfg),
+            shared_malloc=bool(shared) and not self.spec.measure.check_results)
 
-    def _settings(self) -> SimSettings:
-        if self.settings is None:
-            raise UserError("the simgrid backend needs a platform: run it through "
-                            "`collbench run SPEC --backend simgrid --platform NAME`")
-        return self.settings
+    def _stored_cluster(self) -> tuple[Cluster, str]:
+        store = self.setup.store
+        path = store.backend_file(PLATFORM_TOML)
+        if path.exists():
+            text = path.read_text()
+        else:  # killed between creating the folder and writing the platform
+            text = str(store.provenance().get("simgrid", {}).get("platform_toml", ""))
+            if not text:
+                raise UserError(f"{store.root}: no {PLATFORM_TOML} and no platform in its "
+                                "provenance; this folder cannot be resumed")
+            store.write_backend_file(PLATFORM_TOML, text)
+        return parse_cluster(text, str(path)), text
 
+    # --- planning, building, describing ----------------------------------------------
+    def planning(self, base: Catalog) -> Planning:
+        source = self.setup.source
+        for i, n in enumerate(self.spec.measure.nprocs):
+            for mapping in self.spec.measure.map_by:
+                check_placement(self.cluster, n, mapping, f"{source}: measure.nprocs[{i}]")
+        return Planning(simgrid_catalog(base), self.cluster.cores)
+
+    def build_kernel(self) -> KernelBinary:
+        return build_smpi_kernel(self.tools)
+
+    def identity(self) -> Identity:
+        return Identity("smpi", self.tools.version, str(self.tools.smpicc))
+
+    def campaign_meta(self) -> dict[str, Any]:
+        return {"platform": self.cluster.name}
+
+    def provenance(self, kernel: KernelBinary) -> dict[str, Any]:
+        prov = super().provenance(kernel)
+        prov.pop("mpi_info_dump", None)  # the library only lends its algorithm names here
+        tools, settings, c = self.tools, self.settings, self.cluster
+        prov["mpi"] = {"implementation": "smpi", "version": tools.version,
+                       "mpicc": str(tools.smpicc), "mpirun": str(tools.smpirun),
+                       "algorithm_names": f"{self.mpi.implementation} {self.mpi.version} "
+                                          f"({self.base.source})",
+                       "default": f"SMPI's {settings.selector} selector"}
+        xml = platform_xml(c)
+        prov["simgrid"] = {
+            "version": tools.version, "platform": c.name,
+            "platform_source": str(self.platform_path), "platform_summary": c.summary(),
+            "platform_toml": self.platform_text,
+            "platform_xml_sha256": hashlib.sha256(xml.encode()).hexdigest(),
+            "cfg": [*settings.base_cfg(), *settings.cfg],
+            "shared_malloc": settings.shared_malloc, "privatization": "dlopen",
+        }
+        prov["warnings"].append(
+            f"simulated with SimGrid SMPI {tools.version} on platform {c.name} "
+            f"({c.summary()}): numbers are model predictions, not measurements")
+        return prov
+
+    def created(self, store: Any) -> None:
+        store.write_backend_file(PLATFORM_TOML, self.platform_text)
+
+    def ready(self, store: Any) -> None:
+        if not self.settings.platform_xml.exists():
+            store.write_backend_file(PLATFORM_XML, platform_xml(self.cluster))
+
+    def describe(self) -> str:
+        return (f"simulating on {self.cluster.name}: {self.cluster.summary()} "
+                f"(SimGrid {self.tools.version})")
+
+    # --- launching --------------------------------------------------------------------
     def forced_cfg(self, launch: Launch) -> list[str]:
         """`smpi/<collective>:<algorithm>` for a launch that forces one algorithm."""
         if launch.selection != LAUNCH:
             return []
-        s, point = self._settings(), launch.points[0]
-        alg = smpi_algorithm(s.implementation, point.collective, point.algorithm)
+        point = launch.points[0]
+        alg = smpi_algorithm(self.settings.implementation, point.collective, point.algorithm)
         if alg is None:  # make_plan only plans algorithms SMPI has; a stale plan might not
             raise UserError(f"launch {launch.launch_id}: {point.collective} algorithm "
                             f"{point.algorithm!r} has no SMPI counterpart")
@@ -162,23 +305,21 @@ class SimgridBackend(Backend):
     def hostfile_path(call: KernelCall) -> Path:
         return call.jobfile.parent / "hostfile.txt"
 
-    def _platform(self) -> tuple[list[str], dict[str, str]]:
-        s = self._settings()
-        return platform_args(s.cluster, s.platform_xml, s.tools.version)
-
     def command(self, launch: Launch, call: KernelCall) -> list[str]:
-        s = self._settings()
+        s = self.settings
         cfg = [*s.base_cfg(), *self.forced_cfg(launch), *s.cfg]
-        platform, env = self._platform()
+        platform, env = platform_args(s.cluster, s.platform_xml, s.tools.version)
         prefix = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
         return [*prefix, str(s.tools.smpirun), "-np", str(launch.nprocs), *platform,
                 "-hostfile", str(self.hostfile_path(call)), *(f"--cfg={c}" for c in cfg),
                 *LOG_OPTIONS, *call.argv(launch)]
 
-    def run(
-        self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]
-    ) -> LaunchOutcome:
-        s = self._settings()
+    def environment(self, launch: Launch) -> list[tuple[str, str]]:
+        return []  # SMPI forces algorithms with --cfg, never through the environment
+
+    def run(self, launch: Launch, call: KernelCall,
+            interrupted: Callable[[], bool]) -> LaunchOutcome:
+        s = self.settings
         argv = self.command(launch, call)
         path = self.hostfile_path(call)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -195,4 +336,4 @@ class SimgridBackend(Backend):
                              [f"{s.cluster.name}:{node_id(n)}" for n in used])
 
     def nodes(self, launch: Launch) -> int:
-        return nodes_used(self._settings().cluster, launch.nprocs, launch.mapping)
+        return nodes_used(self.cluster, launch.nprocs, launch.mapping)

@@ -11,18 +11,13 @@ that a ping-pong takes exactly the description's latency and bandwidth.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shlex
 import shutil
-import subprocess
-import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from collbench.buildcache import cache_key, cached_build, compiler_identity
 from collbench.errors import UserError
-from collbench.kernel.build import default_cache_dir
 from collbench.platforms.model import Cluster
 
 SOURCE: Final = "collbench_platform.cpp"
@@ -45,39 +40,17 @@ def _compiler() -> str:
                     "SimGrid platform loader; install one (Debian/Ubuntu: apt-get install g++)")
 
 
-def _version(cxx: str) -> str:
-    try:
-        return subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60,
-                              check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-
-
 def build_loader(simgrid_version: str, cache_dir: Path | None = None) -> Path:
     """The compiled loader (built once per source, compiler and SimGrid version)."""
     cxx, src = _compiler(), loader_source()
-    key = hashlib.sha256("\0".join([cxx, _version(cxx), simgrid_version]).encode()
-                         + src.read_bytes()).hexdigest()[:24]
-    out_dir = (cache_dir or default_cache_dir()) / "platform-loader" / key
-    out = out_dir / LIBRARY
-    if out.is_file():
-        return out
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{LIBRARY}.", dir=out_dir)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    cmd = [cxx, "-std=c++17", "-O2", "-shared", "-fPIC", str(src), "-o", str(tmp), "-lsimgrid"]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-        if done.returncode != 0:
-            raise UserError(f"building the platform loader failed (exit {done.returncode}): "
-                            f"{shlex.join(cmd)}\n{done.stdout}{done.stderr}".rstrip())
-        tmp.replace(out)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise UserError(f"building the platform loader failed: {shlex.join(cmd)}: {e}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    key = cache_key(cxx, compiler_identity(cxx), simgrid_version, src.read_bytes())
+
+    def command(out: Path) -> list[str]:
+        return [cxx, "-std=c++17", "-O2", "-shared", "-fPIC", str(src), "-o", str(out),
+                "-lsimgrid"]
+
+    return cached_build("platform-loader", LIBRARY, key, command, "the platform loader",
+                        cache_dir).path
 
 
 def platform_args(cluster: Cluster, xml: Path, simgrid_version: str,

@@ -27,9 +27,9 @@ from pydantic import (
 )
 
 from collbench.errors import UserError, did_you_mean
-from collbench.launch.simgrid_config import cfg_problem
 from collbench.spec import format_validation_error
-from collbench.spec_fields import one_of as _one_of
+from collbench.spec.fields import one_of as _one_of
+from collbench.spec.simgrid import cfg_problem
 
 TOPOLOGIES: Final = ("flat", "fat-tree")
 LEVELS: Final = ("intra_socket", "inter_socket", "inter_node")

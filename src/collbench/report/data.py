@@ -8,7 +8,6 @@ samples never reach Python.
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -53,25 +52,23 @@ def read(store: Store, baseline: str, stat: str, collective: str | None,
         con.close()  # before figures are drawn in forked workers: no DuckDB threads then
     ok = any(n for (_, status), n in counts.items() if status == "ok")
     comp = compare(store, baseline, stat, collective, None, confidence) if ok else None
-    return ReportData(store.root, campaign, _read_json(store.root / "provenance.json"),
+    return ReportData(store.root, campaign, _provenance(store),
                       counts, tails, samples, launches, comp)
 
 
 def last_launch(results: Path) -> str:
     """When the newest launch was stored (ISO, UTC), or '' when none was."""
-    times = [p.stat().st_mtime for p in (results / "launches").glob("*.jsonl")]
+    times = [p.stat().st_mtime for p in Store(results).launch_files()]
     if not times:
         return ""
     return datetime.fromtimestamp(max(times), UTC).isoformat(timespec="seconds")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    # Provenance is informative only: a missing or damaged file must not stop the report.
+def _provenance(store: Store) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return store.provenance()
+    except UserError:  # a damaged provenance costs the report its provenance table only
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> int:
@@ -98,7 +95,7 @@ def _tails(con: duckdb.DuckDBPyConnection, store: Store, collective: str | None)
 
     One query per samples file (one file per launch): an exact quantile holds all its
     values, so memory stays bounded by the largest launch, not by the whole campaign."""
-    files = sorted((store.root / "samples").glob("*.parquet"))
+    files = store.sample_files()
     if not files:
         return {}
     contexts = {(str(lid), str(coll)): (str(coll), int(np_ or 0), nodes, ppn, mapping, binding,

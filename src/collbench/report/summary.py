@@ -8,6 +8,7 @@ from typing import Any
 
 from collbench.analyse import Comparison
 from collbench.report.data import Counts, ReportData, last_launch
+from collbench.store import Store
 
 
 def notices(comp: Comparison | None, counts: Counts) -> list[str]:
@@ -58,8 +59,9 @@ def provenance(campaign: dict[str, Any], prov: dict[str, Any],
              sorted(mpi.items(), key=lambda kv: (kv[0] not in first, first.index(kv[0])
                                                  if kv[0] in first else 0, kv[0]))]
     rows += [(f"kernel {k}", v) for k, v in sorted(kernel.items())]
-    if (results / "ompi_info.txt").exists():
-        rows.append(("MPI parameter dump", "ompi_info.txt in the results folder"))
+    dump = Store(results).mpi_info_dump()
+    if dump is not None:
+        rows.append(("MPI parameter dump", f"{dump.name} in the results folder"))
     return [(k, _text(v)) for k, v in rows if v not in (None, "", {}, [])]
 
 

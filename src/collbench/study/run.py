@@ -18,15 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from collbench import provenance
-from collbench.catalog.algorithms import Catalog, load_catalog
+from collbench.campaign import Prepared, Request, SpecSource, open_campaign, prepare
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
-from collbench.kernel.build import build_kernel
-from collbench.launch.base import get_backend
-from collbench.plan import Plan, make_plan
-from collbench.runner import RowContext, run_campaign
-from collbench.spec import parse_spec
 from collbench.store import Store, atomic_write
 from collbench.study import toml
 from collbench.study.decide import Decision, decide
@@ -109,17 +103,18 @@ def _open(study: Study, out: Path, params: tuple[Parameter, ...], mpi: MpiInstal
     return meta
 
 
-def preflight(study: Study, params: tuple[Parameter, ...], catalog: Catalog,
-              seed: int) -> list[Plan]:
-    """Every stage's plan, as if each stage kept its baseline: a spec problem in a late
-    stage is reported before the first stage runs."""
+def preflight(study: Study, params: tuple[Parameter, ...], mpi: MpiInstall, seed: int,
+              out: Path, backend: str | None = None) -> list[Prepared]:
+    """Every stage planned for its backend, as if each stage kept its baseline: a spec
+    problem in a late stage is reported before the first stage runs."""
     kept = {p.name: p.baseline for p in params}
-    plans = []
+    stages = []
     for i, p in enumerate(params):
         text = toml.dumps(stage_spec(study, params, i, kept, seed + i))
         where = f"{study.source} (stage {i + 1}, {p.name})"
-        plans.append(make_plan(parse_spec(text, where), catalog, source=where))
-    return plans
+        stages.append(prepare(SpecSource.from_text(text, where), mpi,
+                              Request(stage_dir(out, p, i), backend=backend)))
+    return stages
 
 
 def run_study(study: Study, out: Path, mpi: MpiInstall, mca: dict[str, McaParam],
@@ -128,48 +123,30 @@ def run_study(study: Study, out: Path, mpi: MpiInstall, mca: dict[str, McaParam]
               say: Callable[[str], None] = lambda _: None) -> StudyRun:
     """Run (or continue) every stage in order; stop early when interrupted."""
     params = resolve(study, mca, f"{mpi.implementation} {mpi.version}")
-    catalog = load_catalog(mpi)
-    plans = preflight(study, params, catalog, study.spec.run.seed or 0)
-    check_placements(study, params, plans, mpi, backend_name or study.spec.run.backend)
+    stages = preflight(study, params, mpi, study.spec.run.seed or 0, out, backend_name)
+    check_placements(study, params, stages)
     meta = _open(study, out, params, mpi, resume)
-    backend = get_backend(backend_name or study.spec.run.backend, mpi)
-    kernel = build_kernel(mpi.mpicc)
-    prov: dict[str, Any] | None = None
     result = StudyRun(read_decisions(out, params))
     kept = {d.parameter: d.kept for d in result.decisions}
     for i in range(len(result.decisions), len(params)):
         p = params[i]
         folder = stage_dir(out, p, i)
-        store = Store(folder)
         text = toml.dumps(stage_spec(study, params, i, kept, int(meta["seed"]) + i),
                           header=f"Stage {i + 1} of study {study.name} ({study.source}): "
                                  f"{p.name}, baseline {p.baseline}.\nWritten by collbench "
                                  "study; `collbench run` on this file repeats the stage.")
-        spec = parse_spec(text, str(folder / "spec.toml"))
-        if store.exists():
-            if store.spec_text() != text:
-                raise UserError(f"{folder}: its stage spec differs from the one this study "
-                                "generates now; use another -o folder")
-            plan = Plan.from_json(store.plan())
-        else:
-            plan = make_plan(spec, catalog, source=str(folder / "spec.toml"))
-            if prov is None:
-                prov = provenance.collect(mpi, {"path": str(kernel.path),
-                                                "fingerprint": kernel.fingerprint,
-                                                "compile_command": kernel.compile_command})
-            store.create({"name": plan.campaign, "seed": plan.seed, "backend": backend.name,
-                          "spec_source": str(folder / "spec.toml"), "study": study.name},
-                         text, plan.to_json(), dict(prov))
+        source = SpecSource.from_text(text, str(Store(folder).spec_file))
+        camp = open_campaign(source, mpi, Request(folder, resume=True, backend=backend_name,
+                                                  meta={"study": study.name}))
         say(f"stage {i + 1}/{len(params)}: {p.name} = {p.baseline} (baseline) vs "
-            f"{', '.join(p.candidates)}; {len(plan.launches)} launches")
-        ctx = RowContext(plan.campaign, backend.name, mpi.implementation, mpi.version)
-        summary = run_campaign(store, plan, backend, kernel.path, ctx, progress_stream=stream)
+            f"{', '.join(p.candidates)}; {len(camp.plan.launches)} launches")
+        summary = camp.run(progress=stream)
         result.failed_points += sum(n for s, n in summary.points.items() if s != "ok")
         if summary.interrupted:
             result.interrupted = True
             return result
-        decision = decide(store, p, study.column, study.table.confidence,
-                          study.table.min_gain, spec.run.repetitions)
+        decision = decide(camp.store, p, study.column, study.table.confidence,
+                          study.table.min_gain, source.spec.run.repetitions)
         atomic_write(folder / "decision.json",
                      (json.dumps(decision.to_json(), indent=2) + "\n").encode())
         say(f"stage {i + 1}/{len(params)}: {p.name}: kept {decision.kept} ({decision.reason})")

@@ -27,7 +27,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from collbench.analyse.compare import STATS
 from collbench.errors import UserError, did_you_mean
 from collbench.spec import Spec, format_validation_error, spec_from_dict
-from collbench.spec_fields import BIND_TO, MAP_BY, mca_value
+from collbench.spec.fields import BIND_TO, MAP_BY, mca_value
 from collbench.study.mca import McaParam, canonical, check_name, check_value
 
 STUDY_REPETITIONS: Final = 30  # the classic study's count; [run] repetitions overrides it

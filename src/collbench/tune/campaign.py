@@ -15,14 +15,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from collbench import provenance
+from collbench.campaign import Request, SpecSource, open_campaign
 from collbench.catalog.collectives import osu_defaults
 from collbench.catalog.mpi import MpiInstall
-from collbench.errors import UserError
-from collbench.kernel.build import build_kernel
-from collbench.launch.base import get_backend
 from collbench.plan import Launch, Plan, Point
-from collbench.runner import RowContext, Summary, run_campaign
+from collbench.runner import Summary
 from collbench.store import Store
 
 
@@ -56,24 +53,27 @@ def with_ids(launches: Sequence[Launch]) -> tuple[Launch, ...]:
     return tuple(out)
 
 
+def spec_text(header: str, name: str, launches: Sequence[Launch], seed: int) -> str:
+    """A campaign spec recording what these launches measure (the plan is made in code)."""
+    colls = sorted({p.collective for la in launches for p in la.points})
+    sizes = sorted({p.size_bytes for la in launches for p in la.points})
+    nprocs = sorted({la.nprocs for la in launches})
+    quoted = ", ".join(f'"{c}"' for c in colls)
+    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    return (f'{comment}[campaign]\nname = "{name}"\n\n[measure]\ncollectives = [{quoted}]\n'
+            f'algorithms = "default"\nsizes = {sizes}\nnprocs = {nprocs}\n\n'
+            f"[run]\nseed = {seed}\n")
+
+
 def run(out: Path, name: str, seed: int, launches: Sequence[Launch], mpi: MpiInstall,
-        spec_text: str, source: str) -> tuple[Store, Summary]:
-    """Create (or resume, if it holds exactly this plan) the folder and run what is missing."""
+        spec_text: str, source: str,
+        wrapper: tuple[str, ...] = ()) -> tuple[Store, Summary]:
+    """Create (or resume, if it holds exactly these launches) the folder and run what is
+    missing, through the campaign opener like every campaign."""
     plan = Plan(name, seed, "local", with_ids(launches))
-    store = Store(out)
-    if store.exists() and store.plan() != json.loads(json.dumps(plan.to_json())):
-        raise UserError(f"{out}: holds another campaign (different rules file, sizes or "
-                        "settings); remove it or choose another -o folder")
-    kernel = build_kernel(mpi.mpicc)
-    if not store.exists():
-        prov = provenance.collect(mpi, {"path": str(kernel.path),
-                                        "fingerprint": kernel.fingerprint,
-                                        "compile_command": kernel.compile_command})
-        store.create({"name": name, "seed": seed, "backend": "local", "spec_source": source},
-                     spec_text, plan.to_json(), prov)
-    backend = get_backend("local", mpi)
-    ctx = RowContext(name, "local", mpi.implementation, mpi.version)
-    summary = run_campaign(store, plan, backend, kernel.path, ctx, progress_stream=sys.stderr)
+    spec = SpecSource.from_text(spec_text, source)
+    camp = open_campaign(spec, mpi, Request(out, resume=True, backend="local"), plan=plan)
+    summary = camp.run(progress=sys.stderr, wrapper=wrapper)
     if summary.interrupted:
         raise KeyboardInterrupt
-    return store, summary
+    return camp.store, summary

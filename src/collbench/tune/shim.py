@@ -6,22 +6,17 @@ hashing the MPI wrapper compiler (collbench.kernel.build.mpi_fingerprint) and th
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shlex
-import subprocess
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from collbench.kernel.build import KernelBuildError, default_cache_dir, mpi_fingerprint
+from collbench.buildcache import cache_key, cached_build
+from collbench.kernel.build import KernelBuildError, mpi_fingerprint
 
 SOURCE_NAME = "algtrace.c"
 LIBRARY_NAME = "libalgtrace.so"
 ENV_VAR = "COLLBENCH_ALGTRACE"
-_COMPILE_TIMEOUT_S = 300
 
 
 @dataclass(frozen=True)
@@ -53,30 +48,14 @@ def source() -> Path:
 def build_shim(mpicc: Path, cache_dir: Path | None = None) -> Path:
     """Compile libalgtrace.so with this MPI's wrapper compiler (or reuse the cached one)."""
     src = source()
-    digest = hashlib.sha256(mpi_fingerprint(mpicc).encode() + src.read_bytes()).hexdigest()
-    out_dir = (cache_dir or default_cache_dir()) / "algtrace" / digest[:24]
-    out = out_dir / LIBRARY_NAME
-    if out.is_file():
-        return out
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{LIBRARY_NAME}.", dir=out_dir)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    cmd = [str(mpicc), "-shared", "-fPIC", "-O2", "-Wall", "-o", str(tmp), str(src), "-ldl"]
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S,
-                             check=False)
-        if res.returncode != 0:
-            raise KernelBuildError(f"compiling the algtrace library failed (exit "
-                                   f"{res.returncode}): {shlex.join(cmd)}\n"
-                                   f"{res.stdout}{res.stderr}".rstrip())
-        tmp.replace(out)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise KernelBuildError(f"compiling the algtrace library failed: {shlex.join(cmd)}\n"
-                               f"{exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    key = cache_key(mpi_fingerprint(mpicc), src.read_bytes())
+
+    def command(out: Path) -> list[str]:
+        return [str(mpicc), "-shared", "-fPIC", "-O2", "-Wall", "-o", str(out), str(src),
+                "-ldl"]
+
+    return cached_build("algtrace", LIBRARY_NAME, key, command, "the algtrace library",
+                        cache_dir, error=KernelBuildError).path
 
 
 def parse_trace(text: str, rank: int) -> Trace:

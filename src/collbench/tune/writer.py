@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from collbench import __version__
 from collbench.catalog.algorithms import DEFAULT
 from collbench.catalog.collectives import COLLECTIVES, RulesBytes, rules_bytes
 from collbench.errors import UserError
@@ -24,6 +23,7 @@ from collbench.sizes import format_size
 from collbench.tune.check import USES_FANINOUT, USES_MAXREQ, supports_header
 from collbench.tune.rules import CollRules, CommRules, MsgRule, RulesFile, format_rules
 from collbench.tune.select import Choice, Selection
+from collbench.version import __version__
 
 FALLBACK_FANOUT: Final = 4  # coll_tuned_<coll>_algorithm_chain_fanout in 4.1-5.0
 KNOMIAL: Final = ("bcast", 7)

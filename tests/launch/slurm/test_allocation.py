@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from collbench.catalog.algorithms import Catalog
 from collbench.launch import allocation
 from collbench.launch.allocation import expand_counts, expand_hostlist
-from collbench.launch.local import LocalBackend
+from collbench.spec import Spec
+from tests.backend_support import make_backend
 from tests.launch.slurm.util import fake_mpi, launch, spec
 
 
@@ -23,6 +25,8 @@ def test_nodes_used_follow_open_mpi_mapping() -> None:
     assert [alloc.nodes_used(p, "node") for p in (1, 2, 5)] == [1, 2, 3]
     assert alloc.nodes_used(3, "node:OVERSUBSCRIBE") == 3
 
+CATALOG = Catalog("openmpi", "5.0.11", "test", {})
+
 
 @pytest.fixture
 def in_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,7 +36,7 @@ def in_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_local_backend_records_the_allocation_nodes(in_allocation: None) -> None:
-    backend = LocalBackend(fake_mpi())
+    backend = make_backend("local", fake_mpi())
     assert backend.nodes(launch(nprocs=4)) == 2
     assert backend.nodes(launch(nprocs=2)) == 1
     assert backend.nodes(launch(nprocs=2, mapping="node")) == 2
@@ -42,9 +46,12 @@ def test_local_backend_records_the_allocation_nodes(in_allocation: None) -> None
 
 def test_planning_counts_the_allocation_slots_not_this_machine(
         in_allocation: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert allocation.plan_cores(spec(), "local") == 4
-    assert allocation.plan_cores(spec("tasks_per_node = 24"), "slurm") == 48
-    assert allocation.plan_cores(spec(), "slurm") == 4  # 4 ranks over 2 nodes: 2 per node
+    def cores(backend: str, sp: Spec) -> int | None:
+        return make_backend(backend, fake_mpi(), sp).planning(CATALOG).cores
+
+    assert cores("local", spec()) == 4
+    assert cores("slurm", spec("tasks_per_node = 24")) == 48
+    assert cores("slurm", spec()) == 4  # 4 ranks over 2 nodes: 2 per node
     monkeypatch.delenv("SLURM_JOB_ID")
-    assert allocation.plan_cores(spec(), "local") is None
-    assert LocalBackend(fake_mpi()).nodes(launch()) == 1
+    assert cores("local", spec()) is None
+    assert make_backend("local", fake_mpi()).nodes(launch()) == 1

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from collbench.launch.batch import Done, Lost
-from collbench.launch.slurm import backend as slurm_backend
+from collbench.launch.slurm import backend as slurm_module
 from collbench.launch.slurm.backend import SlurmBackend
 from collbench.launch.slurm.ledger import Ledger
 from collbench.plan import Launch, Plan
 from collbench.runner import RowContext, run_campaign
 from collbench.store import Store
-from tests.launch.slurm.util import SPEC, FakeSlurm, fake_mpi, finish, launch, spec
+from tests.launch.slurm.util import SPEC, FakeSlurm, finish, launch, slurm_backend, spec
 
 L1, L2, L3 = (launch(f"000{i}-aaaaaaaa") for i in range(3))
 KERNEL = Path("/k/collbench_kernel")
@@ -33,8 +33,8 @@ def store_for(tmp_path: Path, launches: tuple[Launch, ...] = (L1, L2, L3)) -> St
 
 
 def begin(store: Store, todo: list[Launch]) -> tuple[SlurmBackend, list[Done | Lost]]:
-    backend = SlurmBackend(fake_mpi())
-    return backend, backend.begin(store, spec(), todo, KERNEL, ())
+    backend = slurm_backend(spec(), store.root)
+    return backend, backend.begin(store, todo, KERNEL, ())
 
 
 def test_one_job_runs_every_launch_in_plan_order(fake_slurm: FakeSlurm, tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_cancel_scancels_only_live_jobs_collbench_submitted(fake_slurm: FakeSlur
 
 def test_completed_job_without_a_marker_loses_the_launch(
         fake_slurm: FakeSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(slurm_backend, "MARKER_GRACE_S", 0.0)
+    monkeypatch.setattr(slurm_module, "MARKER_GRACE_S", 0.0)
     store = store_for(tmp_path, (L1,))
     backend, _ = begin(store, [L1])
     fake_slurm.set_state(next(iter(fake_slurm.jobs())), "COMPLETED")
@@ -135,7 +135,7 @@ def test_run_campaign_collects_a_finished_job_without_submitting(
     finish(store.work_dir(L1.launch_id), job="7")
     finish(store.work_dir(L2.launch_id), job="7", rc=124)  # killed by the per-launch timeout
     ctx = RowContext("slurm-unit", "slurm", "openmpi", "5.0.11")
-    summary = run_campaign(store, plan, SlurmBackend(fake_mpi()), KERNEL, ctx)
+    summary = run_campaign(store, plan, slurm_backend(spec(), store.root), KERNEL, ctx)
     assert fake_slurm.calls("sbatch") == []
     assert summary.by_status == {"ok": 1, "timeout": 1}
     rows = [json.loads(x) for p in sorted((store.root / "launches").glob("*.jsonl"))
@@ -154,7 +154,8 @@ def test_singletons_from_a_wrong_pmi_plugin_are_failures(fake_slurm: FakeSlurm,
     store = store_for(tmp_path, (L1,))
     finish(store.work_dir(L1.launch_id), nprocs=1)
     ctx = RowContext("slurm-unit", "slurm", "openmpi", "5.0.11")
-    run_campaign(store, Plan.from_json(store.plan()), SlurmBackend(fake_mpi()), KERNEL, ctx)
+    run_campaign(store, Plan.from_json(store.plan()), slurm_backend(spec(), store.root),
+                 KERNEL, ctx)
     rows = [json.loads(x) for x in
             (store.root / "launches" / f"{L1.launch_id}.jsonl").read_text().splitlines()]
     assert {r["status"] for r in rows} == {"failed"}

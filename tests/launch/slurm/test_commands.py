@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from collbench.errors import UserError
-from collbench.launch.local import LocalBackend
 from collbench.launch.slurm import markers
-from collbench.launch.slurm.backend import SlurmBackend, prepare_work
+from collbench.launch.slurm.backend import prepare_work
 from collbench.launch.slurm.commands import PROBE, Shape, launch_command, srun_mpi
-from collbench.launch.slurm.config import SlurmConfig
+from collbench.spec.slurm import SlurmConfig
 from collbench.store import Store
-from tests.launch.slurm.util import FakeSlurm, call, fake_mpi, launch, spec
+from tests.backend_support import make_backend
+from tests.launch.slurm.util import FakeSlurm, call, fake_mpi, launch, slurm_backend, spec
 
 CFG = SlurmConfig()
 WORK = Path("/r/work/0000-aaaaaaaa")
@@ -50,7 +50,7 @@ def test_mpirun_launcher_is_the_local_command_with_the_probe() -> None:
     cfg = SlurmConfig(launcher="mpirun")
     la = launch(env=(("UCX_TLS", "sm,self"),))
     argv, env = launch_command(cfg, fake_mpi(), la, call(WORK), Shape(2, 2), "pmix")
-    local = LocalBackend(fake_mpi()).command(la, call(WORK))
+    local = make_backend("local", fake_mpi()).command(la, call(WORK))
     kernel = call(WORK).argv(la)
     assert argv == [*local[:-len(kernel)], "sh", "-c", PROBE, str(WORK), *kernel]
     # mpirun takes nodes and slots from the allocation: nothing may fight that
@@ -73,8 +73,7 @@ def test_script_has_every_sbatch_option(fake_slurm: FakeSlurm, tmp_path: Path) -
     sp = spec('partition = "THIN"\naccount = "proj-1"\nqos = "normal"\n'
               'constraint = "intel&ib"\nexclusive = true\ntasks_per_node = 24\n'
               'extra_sbatch = ["--mem=4G", "#SBATCH --comment=two words"]')
-    text = SlurmBackend(fake_mpi()).scripts(sp, [launch()], tmp_path, Path("/k/kernel"), (),
-                                            "spec.toml")[0]
+    text = slurm_backend(sp, tmp_path).scripts([launch()], Path("/k/kernel"), ())[0]
     lines = [ln for ln in text.splitlines() if ln.startswith("#SBATCH")]
     assert lines == [
         "#SBATCH --job-name=collbench-slurm-unit", "#SBATCH --nodes=2",
@@ -87,29 +86,28 @@ def test_script_has_every_sbatch_option(fake_slurm: FakeSlurm, tmp_path: Path) -
 def test_default_time_limit_holds_every_launch_timeout(fake_slurm: FakeSlurm,
                                                        tmp_path: Path) -> None:
     launches = [launch(f"000{i}-aaaaaaaa", timeout_s=600.0) for i in range(3)]
-    text = SlurmBackend(fake_mpi()).scripts(spec(), launches, tmp_path, Path("/k"), (), "s")[0]
+    text = slurm_backend(spec(), tmp_path).scripts(launches, Path("/k"), ())[0]
     # 3 × (600 s + 10 s kill grace + 5 s) + 60 s = 1905 s -> 32 minutes
     assert "#SBATCH --time=0:32:00" in text
 
 
 def test_time_limit_packs_launches_into_jobs(fake_slurm: FakeSlurm, tmp_path: Path) -> None:
     launches = [launch(f"000{i}-aaaaaaaa", timeout_s=100.0) for i in range(5)]
-    backend = SlurmBackend(fake_mpi())
-    scripts = backend.scripts(spec('time_limit = "0:05:00"'), launches, tmp_path, Path("/k"),
-                              (), "s")
+    scripts = slurm_backend(spec('time_limit = "0:05:00"'), tmp_path).scripts(
+        launches, Path("/k"), ())
     # 60 s per job + 115 s per launch: two launches fit in 300 s
     assert [s.count("\ncollbench_launch ") for s in scripts] == [2, 2, 1]
     assert all("#SBATCH --time=0:05:00" in s for s in scripts)
     with pytest.raises(UserError, match=r"run.slurm.time_limit: 2 is too short"):
-        backend.scripts(spec("time_limit = 2"), [launch(timeout_s=100.0)], tmp_path,
-                        Path("/k"), (), "s")
+        slurm_backend(spec("time_limit = 2"), tmp_path).scripts(
+            [launch(timeout_s=100.0)], Path("/k"), ())
 
 
 def test_launches_that_do_not_fit_the_allocation_are_refused(fake_slurm: FakeSlurm,
                                                              tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"measure.nprocs: 8 processes do not fit.*2 × 2"):
-        SlurmBackend(fake_mpi()).scripts(spec("tasks_per_node = 2"), [launch(nprocs=8)],
-                                         tmp_path, Path("/k"), (), "spec.toml")
+        slurm_backend(spec("tasks_per_node = 2"), tmp_path).scripts(
+            [launch(nprocs=8)], Path("/k"), ())
 
 
 FAKE_KERNEL = """#!/bin/sh
@@ -126,8 +124,7 @@ def _run_script(fake_slurm: FakeSlurm, root: Path, debug: tuple[str, ...] = (),
     kernel.chmod(0o755)
     la = launch(timeout_s=timeout, mca=(("btl", "self,sm"), ("coll_tuned_use_dynamic_rules",
                                                             "1"), *([("x", mca)] if mca else [])))
-    backend = SlurmBackend(fake_mpi())
-    text = backend.scripts(spec(), [la], root, kernel, debug, "s")[0]
+    text = slurm_backend(spec(), root).scripts([la], kernel, debug)[0]
     prepare_work(Store(root), la)
     script = root / "job.sh"
     script.write_text(text)

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from collbench.catalog.mpi import MpiInstall
-from collbench.launch.base import KernelCall
+from collbench.launch.base import BackendSetup, KernelCall, create
+from collbench.launch.slurm.backend import SlurmBackend
 from collbench.plan import Launch, Point
 from collbench.spec import Spec, parse_spec
+from collbench.store import Store
 
 POINTS = (Point("bcast", "binomial", 6, 0, 0, 1, 10, 1),
           Point("bcast", "binomial", 6, 0, 0, 1024, 10, 1))
@@ -36,6 +38,13 @@ nodes = 2
 
 def spec(slurm: str = "") -> Spec:
     return parse_spec(SPEC.format(slurm=slurm), "spec.toml")
+
+
+def slurm_backend(sp: Spec | None = None, root: Path = Path("/r")) -> SlurmBackend:
+    """The Slurm backend for `sp` writing into results folder `root`, as collbench makes it."""
+    backend = create("slurm", BackendSetup(sp or spec(), fake_mpi(), "spec.toml", Store(root)))
+    assert isinstance(backend, SlurmBackend)
+    return backend
 
 
 def launch(launch_id: str = "0000-aaaaaaaa", **kw: object) -> Launch:

@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from collbench.catalog.mpi import MpiInstall, launcher_env
+from collbench.catalog.algorithms import Catalog
+from collbench.catalog.mpi import launcher_env
 from collbench.errors import UserError
 from collbench.launch import allocation
-from collbench.launch.base import KernelCall, register
+from collbench.launch.base import BackendSetup, KernelCall, Planning
 from collbench.launch.batch import BatchBackend, Done, Lost, Report
 from collbench.launch.slurm import markers
 from collbench.launch.slurm.commands import (
-    Shape,
     check_fits,
     job_environment,
     launch_command,
@@ -31,7 +31,6 @@ from collbench.launch.slurm.commands import (
     shape_of,
     srun_mpi,
 )
-from collbench.launch.slurm.config import SlurmConfig
 from collbench.launch.slurm.ledger import JobRecord, Ledger, now
 from collbench.launch.slurm.scheduler import Scheduler, SchedulerError
 from collbench.launch.slurm.script import (
@@ -44,7 +43,7 @@ from collbench.launch.slurm.script import (
 from collbench.plan import Launch
 
 if TYPE_CHECKING:
-    from collbench.spec import Spec
+    from collbench.plan import Plan
     from collbench.store import Store
 
 # A job that COMPLETED should have left every done marker; give a shared file system this
@@ -62,41 +61,50 @@ def prepare_work(store: Store, launch: Launch) -> Path:
     return work
 
 
-@register
 class SlurmBackend(BatchBackend):
     name = "slurm"
 
-    def __init__(self, mpi: MpiInstall) -> None:
-        super().__init__(mpi)
+    def __init__(self, setup: BackendSetup) -> None:
+        super().__init__(setup)
         try:
             self.poll_interval_s = float(os.environ.get("COLLBENCH_SLURM_POLL_S", "0.5"))
         except ValueError:
             raise UserError("COLLBENCH_SLURM_POLL_S: expected seconds, got "
                             f"{os.environ['COLLBENCH_SLURM_POLL_S']!r}") from None
-        self.scheduler = Scheduler(launcher_env(mpi))
-        self.cfg = SlurmConfig()
-        self.campaign = "campaign"
-        self.shape = Shape(1, 1)
-        self.plugin = "pmix"
-        self.root = Path(".")
-        self.ledger = Ledger(Path(".") / "slurm")
+        self.scheduler = Scheduler(launcher_env(self.mpi))
+        self.cfg = self.spec.run.slurm
+        self.campaign = self.spec.campaign.name
+        self.shape = shape_of(self.cfg, list(self.spec.measure.nprocs))
+        self._plugin: str | None = None
+        self.ledger = Ledger(setup.store.backend_file("slurm").resolve())
         self.waiting: dict[str, Launch] = {}  # launch id -> launch not yet reported
         self.job_for: dict[str, str] = {}  # launch id -> the job that runs it
         self.commands: dict[str, list[str]] = {}
         self.ended_at: dict[str, float] = {}  # job id -> when this run saw it end
         self.last_error = ""
 
-    # --- what to submit -------------------------------------------------------------
-    def configure(self, spec: Spec, launches: list[Launch], source: str,
-                  ask_srun: bool = True) -> None:
-        """Take the spec's [run.slurm]; UserError when launches cannot run as asked."""
-        self.cfg = spec.run.slurm
-        self.campaign = spec.campaign.name
-        self.shape = shape_of(self.cfg, list(spec.measure.nprocs))
-        check_fits(launches, self.shape, source)
-        if self.cfg.launcher == "srun":
-            plugins = self.scheduler.mpi_plugins() if ask_srun else None
-            self.plugin = srun_mpi(self.cfg, self.mpi, plugins)
+    def planning(self, base: Catalog) -> Planning:
+        # The allocation to come decides oversubscription, not the login node.
+        return Planning(base, self.shape.nodes * self.shape.tasks_per_node)
+
+    @property
+    def plugin(self) -> str:
+        """srun's --mpi plugin (asked of srun once, when first needed)."""
+        if self._plugin is None:
+            self._plugin = "pmix"
+            if self.cfg.launcher == "srun":  # srun is asked only when the spec says "auto"
+                offered = self.scheduler.mpi_plugins() if self.cfg.srun_mpi == "auto" else None
+                self._plugin = srun_mpi(self.cfg, self.mpi, offered)
+        return self._plugin
+
+    def check(self, launches: list[Launch]) -> None:
+        """UserError when launches cannot run in the allocation asked for."""
+        check_fits(launches, self.shape, self.setup.source)
+
+    def live_jobs(self) -> list[str]:
+        """Jobs of this campaign still queued or running."""
+        ids = [r.job_id for r in self.ledger.jobs.values() if not r.final]
+        return [j for j, st in self.scheduler.states(ids).items() if st.active] if ids else []
 
     def launcher(self) -> str:
         return f"srun --mpi={self.plugin}" if self.cfg.launcher == "srun" else "mpirun"
@@ -104,11 +112,11 @@ class SlurmBackend(BatchBackend):
     def command(self, launch: Launch, call: KernelCall) -> list[str]:
         return launch_command(self.cfg, self.mpi, launch, call, self.shape, self.plugin)[0]
 
-    def job_launches(self, root: Path, launches: list[Launch], kernel: Path,
+    def job_launches(self, launches: list[Launch], kernel: Path,
                      debug: tuple[str, ...]) -> list[JobLaunch]:
         out = []
         for la in launches:
-            work = root.resolve() / "work" / la.launch_id
+            work = self.setup.store.work_dir(la.launch_id).resolve()
             call = KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug)
             argv, env = launch_command(self.cfg, self.mpi, la, call, self.shape, self.plugin)
             out.append(JobLaunch(la.launch_id, work, la.timeout_s, argv, env))
@@ -132,36 +140,41 @@ class SlurmBackend(BatchBackend):
             jobs[-1].append(jl)
         return jobs
 
-    def script_text(self, root: Path, launches: list[JobLaunch]) -> str:
+    def script_text(self, launches: list[JobLaunch]) -> str:
         time_s = None if self.cfg.time_limit else job_seconds(launches)
         name = self.cfg.job_name or f"collbench-{self.campaign}"
         opts = sbatch_options(self.cfg, name, self.shape, time_s,
-                              root.resolve() / "slurm" / "job-%j.out")
+                              self.ledger.dir / "job-%j.out")
         summary = (f"campaign {self.campaign}, {len(launches)} launches on "
                    f"{self.shape.nodes} node(s) × {self.shape.tasks_per_node} tasks, "
                    f"launcher {self.launcher()}")
         return render(opts, launches, job_environment(self.cfg, self.mpi), summary)
 
-    def scripts(self, spec: Spec, launches: list[Launch], root: Path, kernel: Path,
-                debug: tuple[str, ...], source: str, one_job: bool = False) -> list[str]:
+    def scripts(self, launches: list[Launch], kernel: Path, debug: tuple[str, ...],
+                one_job: bool = False) -> list[str]:
         """The batch scripts for these launches (dry run, `collbench slurm script`)."""
-        self.configure(spec, launches, source)
-        jls = self.job_launches(root, launches, kernel, debug)
+        self.check(launches)
+        jls = self.job_launches(launches, kernel, debug)
         groups = [jls] if one_job else self.pack(jls)
-        return [self.script_text(root, g) for g in groups]
+        return [self.script_text(g) for g in groups]
+
+    def dry_run(self, plan: Plan, kernel: Path, debug: tuple[str, ...]) -> str:
+        scripts = self.scripts(list(plan.launches), kernel, debug)
+        if len(scripts) == 1:
+            return scripts[0]
+        return "".join(f"# ===== job {i} of {len(scripts)} =====\n{text}"
+                       for i, text in enumerate(scripts, start=1))
 
     # --- running --------------------------------------------------------------------
-    def begin(self, store: Store, spec: Spec, todo: list[Launch], kernel: Path,
+    def begin(self, store: Store, todo: list[Launch], kernel: Path,
               debug: tuple[str, ...]) -> list[Report]:
-        self.configure(spec, todo, str(store.root / "spec.toml"))
-        self.root = store.root.resolve()
-        self.ledger = Ledger(self.root / "slurm")
+        self.check(todo)
         self._refresh([r.job_id for r in self.ledger.jobs.values() if not r.final])
         reports: list[Report] = []
         submit = []
         for la in todo:
             lid = la.launch_id
-            work = self.root / "work" / lid
+            work = store.work_dir(lid).resolve()
             self.commands[lid] = self.command(
                 la, KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug))
             fin = markers.finished(work, self.commands[lid], la.timeout_s)
@@ -175,13 +188,13 @@ class SlurmBackend(BatchBackend):
             submit.append(la)
         for la in submit:
             prepare_work(store, la)
-        for group in self.pack(self.job_launches(self.root, submit, kernel, debug)):
+        for group in self.pack(self.job_launches(submit, kernel, debug)):
             self._submit(group, {la.launch_id: la for la in submit})
         return reports
 
     def _submit(self, group: list[JobLaunch], launches: dict[str, Launch]) -> None:
         path = self.ledger.next_script()
-        path.write_text(self.script_text(self.root, group))
+        path.write_text(self.script_text(group))
         job = self.scheduler.submit(path)
         ids = [jl.launch_id for jl in group]
         self.ledger.add(JobRecord(job, path.name, ids, now()))
@@ -240,7 +253,8 @@ class SlurmBackend(BatchBackend):
         reports: list[Report] = []
         for lid in launch_ids:
             la = self.waiting[lid]
-            fin = markers.finished(self.root / "work" / lid, self.commands[lid], la.timeout_s)
+            fin = markers.finished(self.setup.store.work_dir(lid).resolve(), self.commands[lid],
+                                   la.timeout_s)
             if fin is not None:
                 reports.append(self._done(la, fin))
         return reports
@@ -290,6 +304,6 @@ class SlurmBackend(BatchBackend):
         return ids
 
     def stored(self, launch: Launch, status: str) -> None:
-        done = self.root / "work" / launch.launch_id / markers.DONE
+        done = self.setup.store.work_dir(launch.launch_id).resolve() / markers.DONE
         if done.exists():  # kept for inspection, but no longer "to collect"
             done.replace(done.with_name(markers.STORED))

@@ -17,9 +17,9 @@ from typing import Final
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
 from collbench.launch.base import KernelCall
-from collbench.launch.local import LocalBackend
-from collbench.launch.slurm.config import SlurmConfig
+from collbench.launch.local import mpirun_command
 from collbench.plan import Launch
+from collbench.spec.slurm import SlurmConfig
 
 # $0 is the launch's work directory; the rank variable comes from PMIx (Open MPI, srun
 # --mpi=pmix) or PMI (MPICH, pmi2); the pid keeps names unique if neither is set.
@@ -94,7 +94,7 @@ def launch_command(cfg: SlurmConfig, mpi: MpiInstall, launch: Launch, call: Kern
     kernel = call.argv(launch)
     env = dict(launch.env)
     if cfg.launcher == "mpirun":
-        argv = LocalBackend(mpi).command(launch, call)
+        argv = mpirun_command(mpi, launch, call)
         return argv[:len(argv) - len(kernel)] + _probed(work, kernel), env
     # srun takes no --mca: Open MPI reads the same settings from OMPI_MCA_* variables.
     env.update({f"OMPI_MCA_{k}": v for k, v in launch.mca})

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from collbench import __version__
 from collbench.launch.slurm.commands import Shape
-from collbench.launch.slurm.config import SlurmConfig, format_time_limit
+from collbench.spec.slurm import SlurmConfig, format_time_limit
+from collbench.version import __version__
 
 KILL_AFTER_S: Final = 10  # timeout's grace between TERM and KILL
 STEP_MARGIN_S: Final = 5  # per launch: markers, srun/mpirun start beyond the kernel

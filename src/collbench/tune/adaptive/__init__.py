@@ -73,23 +73,20 @@ def live(spec_path: Path, out: Path, mpi: Any, config: Config | None = None,
          options: Options | None = None, resume: bool = False,
          backend_name: str | None = None, progress_stream: Any = None) -> AdaptiveRun:
     """Adaptive tuning with real launches; `run.repetitions` of the spec is max_reps."""
-    from collbench import provenance
-    from collbench.catalog.algorithms import DEFAULT, load_catalog
-    from collbench.kernel.build import build_kernel
-    from collbench.launch.base import get_backend
-    from collbench.plan import make_plan
-    from collbench.runner import RowContext
-    from collbench.spec import load_spec, parse_spec
+    from collbench.campaign import Request, SpecSource, open_campaign, prepare
+    from collbench.catalog.algorithms import DEFAULT
     from collbench.tune.adaptive.live import LiveMeasurer, contexts
 
     options = options or Options()
-    spec = load_spec(spec_path)
+    source = SpecSource.from_file(spec_path)
+    spec = source.spec
     config = _fit(config or Config(), options, spec.run.repetitions,
                   f"{spec_path}: run.repetitions")
-    catalog = load_catalog(mpi)
     one = spec.model_copy(update={"run": spec.run.model_copy(update={"repetitions": 1,
                                                                       "order": "sequential"})})
-    templates = make_plan(one, catalog, source=str(spec_path))
+    # Launch templates: every point once, planned for the backend that will run them.
+    templates = prepare(SpecSource(one, source.text, source.origin), mpi,
+                        Request(out, backend=backend_name)).plan
     ctxs = {k: v for k, v in contexts(templates).items()
             if not options.collectives or k[0] in options.collectives}
     if not ctxs:
@@ -100,35 +97,11 @@ def live(spec_path: Path, out: Path, mpi: Any, config: Config | None = None,
             raise UserError(f"{spec_path}: measure.algorithms: {coll} np={nprocs} does not "
                             "measure 'default'; tuning switches away from the default only "
                             "where it is beaten, so measure it too (e.g. algorithms = \"all\")")
-    store = Store(out)
-    if store.exists():
-        if not resume:
-            raise UserError(f"{out}: already holds campaign {store.campaign().get('name')!r}; "
-                            "add --resume to continue it, or choose another folder")
-        stored = parse_spec(store.spec_text(), str(out / "spec.toml"))
-        if stored.model_dump(mode="json") != spec.model_dump(mode="json"):
-            raise UserError(f"{spec_path}: differs from the spec stored in {out}; resume "
-                            "needs the same spec")
-        meta = store.campaign()
-        if meta.get("adaptive") != _settings(config):
-            raise UserError(f"{out}: was started with adaptive settings {meta.get('adaptive')};"
-                            " resume with the same ones")
-        seed = int(meta.get("seed", 0))
-    else:
-        seed = spec.run.seed if spec.run.seed is not None else secrets.randbits(31)
-    backend = get_backend(backend_name or spec.run.backend, mpi)
-    kernel = build_kernel(mpi.mpicc)
-    if not store.exists():
-        prov = provenance.collect(mpi, {"path": str(kernel.path),
-                                        "fingerprint": kernel.fingerprint,
-                                        "compile_command": kernel.compile_command})
-        store.create({"name": spec.campaign.name, "seed": seed, "backend": backend.name,
-                      "spec_source": str(spec_path),
-                      "adaptive": _settings(config)},
-                     spec_path.read_text(), replace(templates, launches=()).to_json(), prov)
-    templates = replace(templates, seed=seed)
-    measurer = LiveMeasurer(templates, store, backend, kernel.path,
-                            RowContext(spec.campaign.name, backend.name, mpi.implementation,
-                                       mpi.version), seed, options.stat, progress_stream)
+    seed = spec.run.seed if spec.run.seed is not None else secrets.randbits(31)
+    camp = open_campaign(source, mpi, Request(out, resume=resume, backend=backend_name,
+                                              meta={"adaptive": _settings(config)}),
+                         plan=replace(templates, seed=seed, launches=()))
+    templates = replace(templates, seed=camp.plan.seed)  # a resumed run keeps its seed
+    measurer = LiveMeasurer(templates, camp, camp.plan.seed, options.stat, progress_stream)
     tuners, tally = run(ctxs, measurer, config)
-    return AdaptiveRun(select(store, options), tuners, tally, out, measurer.launches)
+    return AdaptiveRun(select(camp.store, options), tuners, tally, out, measurer.launches)

@@ -18,14 +18,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 from itertools import groupby
-from pathlib import Path
 from typing import Any
 
 from collbench.analyse.compare import STATS, algorithm_label
-from collbench.launch.base import Backend
+from collbench.campaign import Campaign
 from collbench.plan import Launch, Plan, Point
-from collbench.runner import RowContext, read_kernel_output, run_campaign
-from collbench.store import Store
+from collbench.runner import read_kernel_output
 from collbench.tune.adaptive.engine import Context, Observation, Request
 from collbench.tune.adaptive.replay import kernel_us, request_of
 
@@ -82,11 +80,9 @@ def round_launches(templates: Plan, requests: Sequence[Request], round_: int,
 class LiveMeasurer:
     """Runs each round of requests as launches through the runner into `store`."""
 
-    def __init__(self, templates: Plan, store: Store, backend: Backend, kernel: Path,
-                 ctx: RowContext, seed: int, stat: str = "avg",
+    def __init__(self, templates: Plan, camp: Campaign[Any], seed: int, stat: str = "avg",
                  progress_stream: Any = None) -> None:
-        self.templates, self.store, self.backend = templates, store, backend
-        self.kernel, self.ctx, self.seed = kernel, ctx, seed
+        self.templates, self.camp, self.seed = templates, camp, seed
         self.column = STATS[stat]
         self.stream = progress_stream
         self.round = 0
@@ -97,13 +93,12 @@ class LiveMeasurer:
         self.round += 1
         self.launches += len(launches)
         plan = replace(self.templates, launches=tuple(launches))
-        summary = run_campaign(self.store, plan, self.backend, self.kernel, self.ctx,
-                               progress_stream=self.stream)
+        summary = self.camp.run(plan=plan, progress=self.stream)
         if summary.interrupted:
             raise Interrupted
         out: dict[Request, Observation | None] = dict.fromkeys(requests)
         for launch in launches:
-            for row in read_kernel_output(self.store.launch_dir / f"{launch.launch_id}.jsonl"):
+            for row in read_kernel_output(self.camp.store.launch_rows(launch.launch_id)):
                 value = row.get(self.column)
                 if row.get("status") == "ok" and value:
                     out[request_of(row)] = Observation(float(value), kernel_us(row))

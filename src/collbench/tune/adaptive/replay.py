@@ -9,7 +9,6 @@ of their own, which `collbench compare` and tune's selection read like any other
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any
 
 from collbench.analyse.compare import STATS, algorithm_label
 from collbench.analyse.stats import median
+from collbench.campaign import create_folder
 from collbench.errors import UserError, choice_error
 from collbench.records import COLUMNS
 from collbench.store import Store
@@ -134,12 +134,12 @@ def write_served(measurer: ReplayMeasurer, source: Store, root: Path) -> Store:
     campaign.update(name=f"{campaign.get('name', 'campaign')}-adaptive-replay",
                     replay_of=str(source.root))
     try:
-        prov = json.loads((source.root / "provenance.json").read_text())
-    except (OSError, ValueError):
+        prov = source.provenance()
+    except UserError:
         prov = {}
-    store.create(campaign, source.spec_text() if (source.root / "spec.toml").exists() else "",
-                 {"format": 1, "campaign": campaign["name"], "seed": 0,
-                  "backend": "replay", "launches": []}, prov)
+    create_folder(store, campaign, source.spec_text() if source.has_spec() else "",
+                  {"format": 1, "campaign": campaign["name"], "seed": 0,
+                   "backend": "replay", "launches": []}, prov)
     for i, rows in enumerate(measurer.served):
         if not rows:
             continue

@@ -1,9 +1,8 @@
-"""`collbench tune` and `collbench rules` (the main parser registers them with add_parser).
+"""`collbench tune`: write tuning files from measurements, and validate them A/B.
 
     collbench tune RESULTS -o tuned.rules [--mpich]      (same as: collbench tune build ...)
+    collbench tune SPEC --adaptive -o tuned.rules        (measure only what the rules need)
     collbench tune validate tuned.rules -n 4 --repetitions 10
-    collbench rules check tuned.rules
-    collbench rules verify tuned.rules -n 4
 
 `tune` takes either an action (validate, build) or, as the default action "build", a results
 folder; _DefaultAction below inserts "build" when the first word names no action.
@@ -13,14 +12,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from collbench.commands import adaptive, options
 from collbench.errors import UserError
 from collbench.sizes import expand_sizes
+from collbench.store import Store
 
 if TYPE_CHECKING:
     _Base = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -55,13 +55,7 @@ class _DefaultAction(_Base):
         super().__call__(parser, namespace, values, option_string)
 
 
-def _mpi_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("MPI (default: the Open MPI wheel beside collbench)")
-    g.add_argument("--mpi", type=Path, metavar="PREFIX", help="MPI installation prefix")
-    g.add_argument("--mpi-from-path", action="store_true", help="use the mpicc on PATH")
-
-
-def _nprocs(value: str) -> list[int]:
+def nprocs_list(value: str) -> list[int]:
     try:
         out = [int(x) for x in value.split(",") if x]
     except ValueError:
@@ -72,14 +66,7 @@ def _nprocs(value: str) -> list[int]:
     return out
 
 
-def _mca(value: str) -> tuple[str, str]:
-    if "=" not in value:
-        raise argparse.ArgumentTypeError(f"{value!r} is not valid; valid: NAME=VALUE")
-    k, v = value.split("=", 1)
-    return k, v
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: options.Subparsers) -> None:
     t = sub.add_parser(
         "tune", help="rules file (Open MPI) or JSON tuning file (MPICH) from measurements",
         description="Write the algorithm choices that measurements support: "
@@ -115,11 +102,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="Open MPI file format: 2 = rule-file-version-2 with max-requests "
                         "(Open MPI >= 4.1.8 / 5.0.7), 1 = classic (default: auto, from the "
                         "measured version)")
-    _mpi_args(b)
+    options.add_mpi(b)
     b.set_defaults(func=cmd_build)
-    from collbench.tune.adaptive.cli import add_arguments as add_adaptive
 
-    add_adaptive(b)  # --adaptive and its options (collbench.tune.adaptive)
+    adaptive.add_arguments(b)  # --adaptive and its options
 
     v = actions.add_parser("validate", help="default against tuned, interleaved, with CIs",
                            description="A/B: repeated launches of the default and of the "
@@ -127,7 +113,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                        "speed-up with confidence intervals, geometric mean; "
                                        "exit 1 on a regression beyond noise.")
     v.add_argument("rules", type=Path, help="rules file")
-    v.add_argument("-n", "--nprocs", type=_nprocs, required=True, help="process count(s), "
+    v.add_argument("-n", "--nprocs", type=nprocs_list, required=True, help="process count(s), "
                    "e.g. 4 or 2,4")
     v.add_argument("--repetitions", type=int, default=10,
                    help="launches per arm (default: %(default)s)")
@@ -142,41 +128,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "the same command to resume)")
     v.add_argument("--seed", type=int, default=1, help="order of the arms (default: 1)")
     v.add_argument("--timeout", type=float, default=600, help="seconds per launch")
-    _mpi_args(v)
+    options.add_mpi(v)
     v.set_defaults(func=cmd_validate)
-
-    r = sub.add_parser("rules", help="check or verify an Open MPI rules file")
-    ra = r.add_subparsers(dest="rules_action", required=True)
-    c = ra.add_parser("check", help="what Open MPI would reject, ignore or misread",
-                      description="Read the file as Open MPI 5.0 does and list every problem "
-                                  "with its line; exit 1 if Open MPI would reject the file or "
-                                  "ignore or misread part of it.")
-    c.add_argument("rules", type=Path)
-    _mpi_args(c)
-    c.set_defaults(func=cmd_check)
-
-    vf = ra.add_parser("verify", help="prove Open MPI runs what the file says",
-                       description="Run the kernel with the file active at each threshold "
-                                   "and just below it, and show the algorithm Open MPI ran "
-                                   "(LD_PRELOAD trace; timing where that cannot work); exit "
-                                   "1 on any mismatch.")
-    vf.add_argument("rules", type=Path)
-    vf.add_argument("-n", "--nprocs", type=_nprocs, required=True,
-                    help="process count(s), e.g. 4 or 2,4")
-    vf.add_argument("--method", choices=("auto", "trace", "timing"), default="auto")
-    vf.add_argument("--repetitions", type=int, default=5, help="timing method only")
-    vf.add_argument("--mca", type=_mca, action="append", default=[], metavar="NAME=VALUE",
-                    help="extra MCA setting for the runs (repeatable)")
-    vf.add_argument("--keep", type=Path, help="keep traces and logs in this folder")
-    vf.add_argument("--timeout", type=float, default=300, help="seconds per launch")
-    _mpi_args(vf)
-    vf.set_defaults(func=cmd_verify)
-
-
-def _find_mpi(args: argparse.Namespace) -> Any:
-    from collbench.catalog.mpi import find_mpi
-
-    return find_mpi(args.mpi, args.mpi_from_path)
 
 
 def _write(path: Path, text: str) -> None:
@@ -189,22 +142,19 @@ def _write(path: Path, text: str) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from collbench.store import Store
     from collbench.tune.select import Options, select
 
     if not 0 <= args.min_gain < 1:
         raise UserError(f"--min-gain {args.min_gain}: not valid; valid: a fraction in [0, 1)")
     store = Store(args.results)
-    options = Options(significance=not args.no_significance, confidence=args.confidence,
+    opts = Options(significance=not args.no_significance, confidence=args.confidence,
                       min_gain=args.min_gain, stat=args.stat,
                       collectives=tuple(args.collective), map_by=args.map_by,
                       bind_to=args.bind_to)
     if args.adaptive:  # measures (or replays) first; then written like any selection
-        from collbench.tune.adaptive.cli import adaptive_selection
-
-        selection, args.results = adaptive_selection(args, options)
+        selection, args.results = adaptive.selection(args, opts)
     else:
-        selection = select(store, options)
+        selection = select(store, opts)
     if not selection.tested:
         print("collbench: warning: --no-significance: choices are the fastest per size, "
               "untested; validate them with `collbench tune validate`", file=sys.stderr)
@@ -214,13 +164,13 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _build_ompi(args: argparse.Namespace, selection: Any) -> int:
-    from collbench.catalog.algorithms import load_catalog
+    from collbench.catalog.load import load_catalog
     from collbench.tune import writer
     from collbench.tune.check import check, render_report
 
     mpi = None
     with contextlib.suppress(UserError):  # writing needs no MPI: the measured version decides
-        mpi = _find_mpi(args)
+        mpi = options.mpi(args)
     same = mpi is not None and mpi.implementation == "openmpi" and \
         mpi.version == selection.mpi_version
     defaults = writer.tuned_defaults(mpi.info_tool) if same and mpi else {}
@@ -248,13 +198,9 @@ def _build_ompi(args: argparse.Namespace, selection: Any) -> int:
 def _build_mpich(args: argparse.Namespace, selection: Any) -> int:
     from collbench.tune import mpich
 
-    mpi = _find_mpi(args)
-    try:
-        prov = json.loads((args.results / "provenance.json").read_text())
-    except (OSError, ValueError):
-        prov = {}
+    mpi = options.mpi(args)
     written = mpich.build(selection, mpi, source=str(args.results),
-                          measured=mpich.measured_cvars(prov if isinstance(prov, dict) else {}))
+                          measured=mpich.measured_cvars(Store(args.results).provenance()))
     _write(args.output, written.text)
     _summary(selection, written.notes)
     print(f"wrote {args.output} (MPICH csel JSON: {len(written.tuned)} collectives tuned, "
@@ -295,47 +241,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except (ValueError, UserError) as e:
         raise UserError(f"--sizes {args.sizes!r}: {e}") from None
     out = args.output or args.rules.with_name(args.rules.name + ".validate")
-    result = validate(reading.rules, args.rules, out, args.nprocs, sizes, _find_mpi(args),
+    result = validate(reading.rules, args.rules, out, args.nprocs, sizes, options.mpi(args),
                       repetitions=args.repetitions, seed=args.seed,
                       collectives=args.collective, iterations=args.iterations,
                       timeout=args.timeout)
     sys.stdout.write(render(result))
     return 1 if result.regressions else 0
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    from collbench.catalog.algorithms import Catalog, load_catalog
-    from collbench.catalog.openmpi import fallback
-    from collbench.tune.check import check, render_report
-
-    try:
-        catalog = load_catalog(_find_mpi(args))
-    except UserError:
-        catalog = Catalog("openmpi", "5.0", "built-in table for Open MPI 5.0", fallback())
-    if catalog.implementation != "openmpi":
-        catalog = Catalog(catalog.implementation, catalog.version, "Open MPI 5.0 table",
-                          fallback())
-    report = check(args.rules, catalog)
-    sys.stdout.write(render_report(report))
-    return 0 if report.ok else 1
-
-
-def cmd_verify(args: argparse.Namespace) -> int:
-    from collbench.catalog.algorithms import load_catalog
-    from collbench.tune.check import check, render_report
-    from collbench.tune.verify import render, verify
-
-    mpi = _find_mpi(args)
-    catalog = load_catalog(mpi)
-    report = check(args.rules, catalog)
-    if report.reading.rules is None:
-        sys.stdout.write(render_report(report))
-        return 1
-    if not report.ok:
-        sys.stderr.write(render_report(report))
-    result = verify(report.reading.rules, args.rules, args.nprocs, mpi, catalog,
-                    method=args.method, repetitions=args.repetitions, timeout=args.timeout,
-                    extra_mca=args.mca, keep=args.keep,
-                    log=lambda s: print(f"collbench: {s}", file=sys.stderr))
-    sys.stdout.write(render(result))
-    return 1 if result.mismatches else 0

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
+from collbench import registry
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.errors import did_you_mean
 from collbench.sizes import parse_size
@@ -19,9 +20,8 @@ from collbench.sizes import parse_size
 ALL: Final = "all"
 MAP_BY: Final = ("core", "socket", "numa", "node", "slot", "hwthread")
 BIND_TO: Final = ("core", "socket", "numa", "none", "hwthread")
-# Names only: collbench.launch's registry decides at run time which exist (importing it
-# here would be circular: backends import plan, plan imports spec). "fake" is for tests.
-BACKENDS: Final = ("local", "slurm", "simgrid", "fake")
+# The registry names the backends without importing them (they sit above the spec).
+BACKENDS: Final = registry.names()
 ORDERS: Final = ("random", "sequential")
 SELECTIONS: Final = ("auto", "mpit", "launch")
 # Keys of an `exclude` entry (besides mca.sweep keys).
@@ -48,6 +48,11 @@ def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
             raise _Problem(_not_valid(value, choices))
         return value
     return check
+
+
+def backend_name(value: str) -> str:
+    """A registered backend's name (asked at validation time: plugins may add names)."""
+    return _one_of(registry.names())(value)
 
 
 def one_of(choices: Sequence[str]) -> AfterValidator:

@@ -1,5 +1,5 @@
-"""`collbench platforms`, `collbench platform new|show|xml|calibrate`, and the SMPI
-algorithm table behind `collbench algorithms --backend simgrid`."""
+"""`collbench platforms` and `collbench platform new|show|xml|calibrate`: simulated
+clusters for the SimGrid backend."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from collbench.commands import options
 from collbench.errors import UserError, choice_error
 from collbench.platforms.model import TOPOLOGIES, builtin_names, load_cluster
 from collbench.tables import render
@@ -129,24 +130,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_algorithms_simgrid(args: argparse.Namespace, base: Any) -> int:
-    """What SMPI runs for each of the library's algorithm names (collbench algorithms)."""
-    from collbench.catalog.collectives import COLLECTIVES
-    from collbench.catalog.simgrid import mapping_rows
-
-    rows = mapping_rows(base)
-    if args.collective:
-        if args.collective not in COLLECTIVES:
-            raise choice_error("collbench algorithms", "collective", args.collective,
-                               list(COLLECTIVES))
-        rows = [r for r in rows if r["collective"] == args.collective]
-    print(f"# {base.implementation} {base.version} names -> SimGrid SMPI algorithms "
-          "(--cfg=smpi/<collective>:<smpi>); '-' = not in SMPI, rejected before a run")
-    print(render(rows, ["collective", "algorithm", "smpi", "relation", "note"], args.format))
-    return 0
-
-
-def add_parser(sub: Any) -> None:
+def add_parser(sub: options.Subparsers) -> None:
     s = sub.add_parser("platforms", help="built-in simulated clusters and their parameters")
     s.add_argument("--format", choices=FORMATS, default="table")
     s.set_defaults(func=cmd_platforms)

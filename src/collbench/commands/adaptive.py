@@ -1,4 +1,4 @@
-"""`collbench tune --adaptive`: the options, and the Selection the rest of `tune` writes.
+"""`collbench tune --adaptive`: its options, and the Selection the rest of `tune` writes.
 
     collbench tune spec.toml --adaptive -o tuned.rules     measure live (spec = what may be
                                                            measured; run.repetitions = most)
@@ -9,13 +9,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
+from collbench.catalog.mpi import find_mpi
 from collbench.errors import UserError
+from collbench.store import Store
 from collbench.tune.adaptive.engine import Config
 from collbench.tune.adaptive.race import RaceConfig
 from collbench.tune.select import Options, Selection
@@ -59,8 +59,8 @@ def _replay_folder(out: Path) -> None:
     if not out.exists():
         return
     try:
-        replayed = "replay_of" in json.loads((out / "campaign.json").read_text())
-    except (OSError, ValueError):
+        replayed = "replay_of" in Store(out).campaign()
+    except UserError:
         replayed = False
     if not replayed:
         raise UserError(f"{out}: exists and is not an adaptive replay; choose another "
@@ -68,7 +68,7 @@ def _replay_folder(out: Path) -> None:
     shutil.rmtree(out)
 
 
-def adaptive_selection(args: argparse.Namespace, options: Options) -> tuple[Selection, Path]:
+def selection(args: argparse.Namespace, options: Options) -> tuple[Selection, Path]:
     """(selection, results folder of what was measured) for `tune --adaptive`."""
     from collbench.tune import adaptive
 
@@ -87,9 +87,7 @@ def adaptive_selection(args: argparse.Namespace, options: Options) -> tuple[Sele
     if not source.exists():
         raise UserError(f"{source}: no such file or folder; give a campaign spec (live) or a "
                         "results folder (replay)")
-    from collbench.catalog.mpi import find_mpi
-
-    mpi: Any = find_mpi(args.mpi, args.mpi_from_path)
+    mpi = find_mpi(args.mpi, args.mpi_from_path)
     try:
         run = adaptive.live(source, out, mpi, config, options, resume=args.resume,
                             backend_name=args.backend)

@@ -1,7 +1,6 @@
 """The `[run.simgrid]` table of a campaign spec: which simulated platform and options.
 
-Self-contained (pydantic only) because collbench.spec imports it; problems are raised as
-spec's _Problem (imported when raised) so they read like every other spec error:
+Problems are raised as the spec's _Problem so they read like every other spec error:
 `<file>: run.simgrid.<key>: <problem>; valid: ...`.
 """
 
@@ -12,7 +11,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from collbench.spec_fields import reject_unknown_keys
+from collbench.spec.fields import _Problem, reject_unknown_keys
 
 # --cfg keys collbench sets for every launch: placement, algorithm forcing, determinism.
 RESERVED_CFG: Final = re.compile(
@@ -22,8 +21,6 @@ RESERVED_CFG: Final = re.compile(
 
 
 def _problem(message: str, *path: str | int) -> ValueError:
-    from collbench.spec_fields import _Problem
-
     return _Problem(message, *path)
 
 

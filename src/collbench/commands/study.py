@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from collbench.commands import options
 from collbench.errors import UserError
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from collbench.study.spec import Study
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: options.Subparsers) -> None:
     s = sub.add_parser(
         "study", help="MCA parameter study: one parameter at a time, kept only if better",
         description="Run a study spec (a campaign spec with a [study] table; docs/study.md): "
@@ -26,16 +27,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                     "a study folder: tables, boxplots, the kept settings and the mpirun line.")
     s.add_argument("source", type=Path, help="study spec (TOML), or with --report a study "
                                              "folder")
-    s.add_argument("-o", "--output", type=Path, help="study folder to write (with a spec)")
+    options.add_output(s, "study folder to write (with a spec)")
     s.add_argument("--resume", action="store_true", help="continue the study stored in -o")
     s.add_argument("--check", action="store_true",
                    help="check the spec against the MPI and print the stages; run nothing")
     s.add_argument("--report", action="store_true",
                    help="report on a study folder (figures in FOLDER/report)")
-    s.add_argument("--backend", help="override the spec's run.backend")
-    g = s.add_argument_group("MPI under study (default: the Open MPI wheel beside collbench)")
-    g.add_argument("--mpi", type=Path, metavar="PREFIX", help="MPI installation prefix")
-    g.add_argument("--mpi-from-path", action="store_true", help="use the mpicc on PATH")
+    options.add_backend(s)
+    options.add_mpi(s)
     s.set_defaults(func=cmd_study)
 
 
@@ -45,11 +44,10 @@ def cmd_study(args: argparse.Namespace) -> int:
     if args.source.is_dir():
         raise UserError(f"{args.source}: is a folder; give a study spec to run, or add "
                         "--report to report on a study folder")
-    from collbench.catalog.mpi import find_mpi
     from collbench.study.spec import load_study
 
     study = load_study(args.source)
-    mpi = find_mpi(args.mpi, args.mpi_from_path)
+    mpi = options.mpi(args)
     if mpi.implementation != "openmpi" or mpi.info_tool is None:
         raise UserError(f"{args.source}: a study sets Open MPI MCA parameters; the MPI found "
                         f"is {mpi.implementation} {mpi.version}; valid: openmpi (--mpi PREFIX)")
@@ -57,7 +55,8 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     mca = query_params(mpi.info_tool)
     if args.check:
-        return _check(study, mca, mpi, args.backend)
+        return _check(study, mca, mpi, args.backend, args.output or Path("results") /
+                      study.name)
     if args.output is None:
         raise UserError("collbench study: -o/--output is required to run a study")
     from collbench.study.run import run_study
@@ -83,8 +82,7 @@ def cmd_study(args: argparse.Namespace) -> int:
 
 
 def _check(study: Study, mca: dict[str, McaParam], mpi: MpiInstall,
-           backend: str | None) -> int:
-    from collbench.catalog.algorithms import load_catalog
+           backend: str | None, out: Path) -> int:
     from collbench.progress import fmt_duration
     from collbench.study.placement import check_placements
     from collbench.study.run import preflight
@@ -92,8 +90,9 @@ def _check(study: Study, mca: dict[str, McaParam], mpi: MpiInstall,
 
     label = f"{mpi.implementation} {mpi.version}"
     params = resolve(study, mca, label)
-    plans = preflight(study, params, load_catalog(mpi), study.spec.run.seed or 0)
-    check_placements(study, params, plans, mpi, backend or study.spec.run.backend)
+    stages = preflight(study, params, mpi, study.spec.run.seed or 0, out, backend)
+    check_placements(study, params, stages)
+    plans = [stage.plan for stage in stages]
     print(f"study {study.name}: {len(params)} parameters, {study.spec.run.repetitions} "
           f"repetitions per setting; parameters, values and placements checked against "
           f"{label}")

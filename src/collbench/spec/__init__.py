@@ -35,10 +35,8 @@ from pydantic_core import ErrorDetails, core_schema
 
 from collbench.catalog.collectives import COLLECTIVES, OSU_LARGE_THRESHOLD, POINT_TO_POINT
 from collbench.errors import UserError, did_you_mean
-from collbench.launch.simgrid_config import SimgridConfig
-from collbench.launch.slurm.config import SlurmConfig
 from collbench.sizes import expand_sizes, format_size
-from collbench.spec_fields import (
+from collbench.spec.fields import (
     ALL,
     BACKENDS,
     EXCLUDE_KEYS,
@@ -63,8 +61,11 @@ from collbench.spec_fields import (
     _or_single,
     _Problem,
     _unique,
+    backend_name,
     mca_value,
 )
+from collbench.spec.simgrid import SimgridConfig
+from collbench.spec.slurm import SlurmConfig
 
 _TOP_LEVEL: Final = ("zip", "exclude")
 
@@ -275,7 +276,7 @@ class Mca(_Table):
 class Run(_Table):
     """How to run: backend, repetitions, timeout, order, oversubscription, forcing."""
 
-    backend: Annotated[str, AfterValidator(_one_of(BACKENDS)), _enum(BACKENDS)] = Field(
+    backend: Annotated[str, AfterValidator(backend_name), _enum(BACKENDS)] = Field(
         "local", description="Where launches run.")
     repetitions: PosInt = Field(1, description="Separate launches of everything.")
     timeout: float = Field(600.0, gt=0, description="Seconds allowed per launch.")

@@ -1,8 +1,7 @@
 """The `[run.slurm]` table of a campaign spec: what the Slurm backend asks the scheduler for.
 
-Self-contained (pydantic only) because collbench.spec imports it: importing spec here
-would be circular. Problems are raised as spec's _Problem (imported when raised) so they
-read like every other spec error: `<file>: run.slurm.<key>: <problem>; valid: ...`.
+Problems are raised as the spec's _Problem so they read like every other spec error:
+`<file>: run.slurm.<key>: <problem>; valid: ...`.
 """
 
 from __future__ import annotations
@@ -12,8 +11,8 @@ from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from collbench.spec_fields import one_of as _one_of
-from collbench.spec_fields import reject_unknown_keys
+from collbench.spec.fields import _Problem, reject_unknown_keys
+from collbench.spec.fields import one_of as _one_of
 
 LAUNCHERS: Final = ("srun", "mpirun")
 SRUN_MPI: Final = ("auto", "pmix", "pmi2", "none")
@@ -34,8 +33,6 @@ _TIME = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
 
 
 def _problem(message: str, *path: str | int) -> ValueError:
-    from collbench.spec_fields import _Problem
-
     return _Problem(message, *path)
 
 

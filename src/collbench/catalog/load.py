@@ -1,0 +1,17 @@
+"""The algorithm table of an MPI installation: asked of the MPI, or built in."""
+
+from __future__ import annotations
+
+from collbench.catalog import mpich, openmpi
+from collbench.catalog.algorithms import Catalog
+from collbench.catalog.mpi import MpiInstall
+
+
+def load_catalog(mpi: MpiInstall) -> Catalog:
+    """The algorithm table of the MPI under study."""
+    if mpi.implementation == "openmpi" and mpi.info_tool is not None:
+        algs, source = openmpi.query(mpi.info_tool)
+        return Catalog("openmpi", mpi.version, source, algs)
+    if mpi.implementation == "mpich":
+        return Catalog("mpich", mpi.version, "built-in table for MPICH 4.x/5.0", mpich.table())
+    return Catalog(mpi.implementation, mpi.version, "none", {})
