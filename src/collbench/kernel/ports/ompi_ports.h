@@ -1,0 +1,100 @@
+/*
+ * collbench ports of Open MPI 5.0's coll/tuned algorithms, written on point-to-point calls.
+ *
+ * Each entry point takes Open MPI 5.0.x's algorithm id for that collective (the ids
+ * `ompi_info --param coll tuned --level 9` lists for coll_tuned_<coll>_algorithm), the
+ * segment size in bytes (0 = what a forced algorithm uses when
+ * coll_tuned_<coll>_algorithm_segmentsize is left at its default, i.e. unsegmented) and a
+ * fanout (0 = Open MPI's default: chain fanout 4, k-nomial radix 4).
+ *
+ * Only MPI point-to-point calls (Send/Ssend/Recv/Isend/Issend/Irecv/Wait/Waitall,
+ * Get_count) and MPI_Reduce_local are used, so the same code runs under Open MPI and under
+ * SimGrid's SMPI, where it makes the simulator replay the message sequence Open MPI's
+ * forced algorithm sends. Ssend/Issend appear exactly where Open MPI sends in synchronous
+ * mode.
+ *
+ * Limits: contiguous datatypes only (local copies are memcpy of count * extent bytes),
+ * no MPI_IN_PLACE, intra-communicators only. An algorithm id that is not ported returns
+ * MPI_ERR_ARG without communicating.
+ *
+ * Compile with -DCBP_COUNT_MESSAGES to have every point-to-point send recorded per
+ * destination (count, bytes, size histogram), as Open MPI's pml/monitoring records them;
+ * see cbp_count_*.
+ */
+#ifndef COLLBENCH_OMPI_PORTS_H
+#define COLLBENCH_OMPI_PORTS_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Open MPI 5.0.x algorithm ids (coll_tuned_<coll>_algorithm). */
+enum cbp_bcast_alg {
+    CBP_BCAST_BASIC_LINEAR = 1, CBP_BCAST_CHAIN = 2, CBP_BCAST_PIPELINE = 3,
+    CBP_BCAST_SPLIT_BINARY_TREE = 4, CBP_BCAST_BINARY_TREE = 5, CBP_BCAST_BINOMIAL = 6,
+    CBP_BCAST_KNOMIAL = 7, CBP_BCAST_SCATTER_ALLGATHER = 8,
+    CBP_BCAST_SCATTER_ALLGATHER_RING = 9
+};
+enum cbp_gather_alg { CBP_GATHER_BASIC_LINEAR = 1, CBP_GATHER_BINOMIAL = 2,
+                      CBP_GATHER_LINEAR_SYNC = 3 };
+enum cbp_scatter_alg { CBP_SCATTER_BASIC_LINEAR = 1, CBP_SCATTER_BINOMIAL = 2,
+                       CBP_SCATTER_LINEAR_NB = 3 };
+enum cbp_reduce_alg {
+    CBP_REDUCE_LINEAR = 1, CBP_REDUCE_CHAIN = 2, CBP_REDUCE_PIPELINE = 3,
+    CBP_REDUCE_BINARY = 4, CBP_REDUCE_BINOMIAL = 5, CBP_REDUCE_IN_ORDER_BINARY = 6,
+    CBP_REDUCE_RABENSEIFNER = 7
+};
+enum cbp_allreduce_alg {
+    CBP_ALLREDUCE_BASIC_LINEAR = 1, CBP_ALLREDUCE_NONOVERLAPPING = 2,
+    CBP_ALLREDUCE_RECURSIVE_DOUBLING = 3, CBP_ALLREDUCE_RING = 4,
+    CBP_ALLREDUCE_SEGMENTED_RING = 5, CBP_ALLREDUCE_RABENSEIFNER = 6
+};
+enum cbp_barrier_alg {
+    CBP_BARRIER_LINEAR = 1, CBP_BARRIER_DOUBLE_RING = 2, CBP_BARRIER_RECURSIVE_DOUBLING = 3,
+    CBP_BARRIER_BRUCK = 4, CBP_BARRIER_TWO_PROC = 5, CBP_BARRIER_TREE = 6
+};
+
+/* Open MPI's defaults for forced algorithms (coll_tuned_init_chain_fanout and
+ * coll_tuned_bcast_algorithm_knomial_radix). */
+#define CBP_DEFAULT_CHAIN_FANOUT 4
+#define CBP_DEFAULT_KNOMIAL_RADIX 4
+
+/* bcast: fanout is the chain fanout for alg 2 and the k-nomial radix for alg 7. */
+int cbp_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+              int alg, int segsize, int fanout);
+/* gather: segsize is the first-segment size of linear_sync (alg 3); fanout is unused. */
+int cbp_gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+               MPI_Datatype rdt, int root, MPI_Comm comm, int alg, int segsize, int fanout);
+/* scatter: segsize and fanout are unused (as in Open MPI 5.0). */
+int cbp_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                MPI_Datatype rdt, int root, MPI_Comm comm, int alg, int segsize, int fanout);
+/* reduce: fanout is the chain fanout for alg 2. */
+int cbp_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+               MPI_Comm comm, int alg, int segsize, int fanout);
+/* allreduce: segsize is used by segmented_ring (alg 5) only. */
+int cbp_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                  MPI_Comm comm, int alg, int segsize, int fanout);
+int cbp_barrier(MPI_Comm comm, int alg);
+
+/* 1 if (collective, algorithm id) is ported, else 0. coll: "bcast", "gather", ... */
+int cbp_is_ported(const char *coll, int alg);
+
+/* Message counting (only with -DCBP_COUNT_MESSAGES; otherwise these do nothing and
+ * cbp_count_enabled() returns 0). Counters are indexed by the destination's rank in
+ * MPI_COMM_WORLD. The histogram has CBP_HISTOGRAM_BINS bins: bin 0 counts empty messages,
+ * bin k >= 1 messages of [2^(k-1), 2^k) bytes, as Open MPI's monitoring does. */
+#define CBP_HISTOGRAM_BINS 66
+int cbp_count_enabled(void);
+void cbp_count_reset(void);
+/* Writes the counters in the format of Open MPI's pml_monitoring output ("E" lines only)
+ * to <prefix>.<world rank>.prof; returns 0 on success. */
+int cbp_count_dump(const char *prefix);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLLBENCH_OMPI_PORTS_H */
