@@ -1,0 +1,390 @@
+"""Per-algorithm cost models of Open MPI 5.0 coll/tuned collectives.
+
+Each algorithm's program (`schedules.program`: which rank sends what to whom, in which
+order) is costed with a point-to-point model at each hop's placement level:
+
+- a message of b bytes between ranks at level l costs t_l(b) = α_l(b) + b/β_l(b) (the
+  piecewise Hockney model of `p2p`), and arrives t_l(b) after it leaves;
+- a rank's sends leave one after another (its send port is busy t_l(b) per message), so
+  the k-th concurrent send of one rank arrives after k transfers (γ_k = k, as in
+  Pjesivac-Grbovic et al.);
+- a rank's receives complete one after another too: each takes t_l(b) of its receive port,
+  and never before the message arrives (so a root receiving P-1 messages pays (P-1)·t);
+  sends and receives overlap (full duplex), which is what makes pipelines pipeline;
+- a step (one blocking call, or isends/irecvs + waitall) ends when all its messages are
+  done; the next step starts then, so data dependencies follow program order;
+- a receive with a reduction adds γ·b on the rank's CPU (γ from the p2p model, default 0);
+- segmented algorithms are programs over segments, so pipelining falls out of the above.
+
+This is a LogGP-like synchronous-dependency model: per step the maximum over concurrent
+messages, per rank sequential sends accumulate. It does not model NIC sharing between ranks
+of one node, eager/rendezvous handshakes beyond what the p2p regimes carry, or local copies.
+
+OSU reports the average over ranks of each rank's time; `predict` returns that ("avg") by
+default, or the slowest ("max") or fastest ("min") rank.
+
+Fitted mode (Nuriyev & Lastovetsky): the simulation also counts, along the path that makes
+each rank's time, how many latency terms and how many bytes it crossed at each level (and
+reduced bytes). `fit_algorithm` keeps these counts and fits their coefficients to measured
+collective latencies by weighted least squares (relative error), so the structure comes
+from the algorithm and the constants from the measurements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import numpy as np
+import statsmodels.api as sm
+
+from collbench.errors import UserError
+from collbench.models.p2p import LEVELS, P2PModel
+from collbench.models.schedules import ALGORITHMS, Params, Program, program
+from collbench.models.topology import Topology
+
+# term vector layout
+TERMS: Final = ("alpha_core", "alpha_socket", "alpha_node", "bytes_core", "bytes_socket",
+                "bytes_node", "reduce_bytes", "latency_us", "bandwidth_us")
+_N: Final = len(TERMS)
+_ZERO: Final = (0.0,) * _N
+Stat = Literal["avg", "max", "min"]
+
+__all__ = ["ALGORITHMS", "BASES", "TERMS", "CVResult", "CollectivePoint", "FittedAlgorithm",
+           "Params", "Prediction", "cross_validate", "detail", "fit_algorithm", "leave_one_out",
+           "model_errors", "predict", "simulate"]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Per-rank completion times (µs) and the term counts along each rank's critical path."""
+
+    times_us: tuple[float, ...]
+    terms: tuple[tuple[float, ...], ...]
+
+    @property
+    def avg_us(self) -> float:
+        return float(sum(self.times_us) / len(self.times_us))
+
+    @property
+    def max_us(self) -> float:
+        return max(self.times_us)
+
+    @property
+    def min_us(self) -> float:
+        return min(self.times_us)
+
+    def stat(self, stat: Stat) -> float:
+        return {"avg": self.avg_us, "max": self.max_us, "min": self.min_us}[stat]
+
+    def stat_terms(self, stat: Stat) -> tuple[float, ...]:
+        """Term counts behind stat(): averaged over ranks for avg, else the rank's own."""
+        if stat == "avg":
+            n = len(self.terms)
+            return tuple(sum(t[i] for t in self.terms) / n for i in range(_N))
+        pick = max if stat == "max" else min
+        rank = pick(range(len(self.times_us)), key=lambda r: self.times_us[r])
+        return self.terms[rank]
+
+
+_Val = tuple[float, tuple[float, ...]]
+
+
+def _add(v: _Val, dt: float, dterms: tuple[float, ...]) -> _Val:
+    return v[0] + dt, tuple(a + b for a, b in zip(v[1], dterms, strict=True))
+
+
+def _vmax(a: _Val, b: _Val) -> _Val:
+    return b if b[0] > a[0] else a
+
+
+def simulate(progs: Program, topology: Topology, model: P2PModel) -> Prediction:
+    """Cost a program on a topology with a p2p model (rules in the module docstring)."""
+    p = len(progs)
+    if p != topology.nprocs:
+        raise UserError(f"simulate: program has {p} ranks but the topology {topology.nprocs}; "
+                        "valid: the same nprocs")
+    gamma = model.gamma_us_per_byte
+    level_index = {lvl: i for i, lvl in enumerate(LEVELS)}
+    cost_cache: dict[tuple[str, int], tuple[float, tuple[float, ...]]] = {}
+
+    def cost(src: int, dst: int, nbytes: int) -> tuple[float, tuple[float, ...]]:
+        lvl = topology.level(src, dst)
+        key = (lvl, nbytes)
+        if key not in cost_cache:
+            lm = model.level(lvl)
+            a = lm.alpha_us(nbytes)
+            bw = lm.bandwidth_part_us(nbytes)
+            d = [0.0] * _N
+            i = level_index[lvl]
+            d[i] = 1.0
+            d[3 + i] = float(nbytes)
+            d[7], d[8] = a, bw
+            cost_cache[key] = (a + bw, tuple(d))
+        return cost_cache[key]
+
+    def reduce_terms(nbytes: int) -> tuple[float, tuple[float, ...]]:
+        d = [0.0] * _N
+        d[6] = float(nbytes)
+        return gamma * nbytes, tuple(d)
+
+    chan: dict[tuple[int, int], list[tuple[_Val, int]]] = {}
+    used: dict[tuple[int, int], int] = {}
+    pc = [0] * p
+    end: list[_Val] = [(0.0, _ZERO)] * p
+    posted = [False] * p
+    sent: list[_Val] = [(0.0, _ZERO)] * p
+    queue = deque(range(p))
+    queued = [True] * p
+    while queue:
+        r = queue.popleft()
+        queued[r] = False
+        steps = progs[r]
+        while pc[r] < len(steps):
+            st = steps[pc[r]]
+            start = end[r]
+            if not posted[r]:
+                cur = start
+                for dst, nbytes in st.sends:
+                    c, d = cost(r, dst, nbytes)
+                    cur = _add(cur, c, d)
+                    chan.setdefault((r, dst), []).append((cur, nbytes))
+                    if not queued[dst]:
+                        queued[dst] = True
+                        queue.append(dst)
+                sent[r] = cur
+                posted[r] = True
+            need: dict[int, int] = {}
+            for src, _red in st.recvs:
+                need[src] = need.get(src, 0) + 1
+            if any(len(chan.get((src, r), ())) - used.get((src, r), 0) < k
+                   for src, k in need.items()):
+                break  # wait for senders
+            arrivals: list[tuple[_Val, int, int, bool]] = []
+            taken: dict[int, int] = {}
+            for src, red in st.recvs:
+                k = used.get((src, r), 0) + taken.get(src, 0)
+                val, nbytes = chan[(src, r)][k]
+                taken[src] = taken.get(src, 0) + 1
+                arrivals.append((val, nbytes, src, red))
+            for src, k in taken.items():
+                used[(src, r)] = used.get((src, r), 0) + k
+            arrivals.sort(key=lambda a: a[0][0])
+            port = start
+            cpu = start
+            for val, nbytes, src, red in arrivals:
+                c, d = cost(src, r, nbytes)
+                port = _vmax(val, _add(port, c, d))
+                if red:
+                    rc, rd = reduce_terms(nbytes)
+                    cpu = _add(_vmax(cpu, port), rc, rd)
+            done = _vmax(_vmax(sent[r], port), cpu)
+            if st.compute:
+                rc, rd = reduce_terms(st.compute)
+                done = _add(done, rc, rd)
+            end[r] = done
+            pc[r] += 1
+            posted[r] = False
+    stuck = [r for r in range(p) if pc[r] < len(progs[r])]
+    if stuck:
+        raise RuntimeError(f"schedule deadlocks: ranks {stuck[:8]} wait forever")
+    return Prediction(tuple(v[0] for v in end), tuple(v[1] for v in end))
+
+
+def _params(segsize: int, fanout: int | None, radix: int | None, dtype_size: int, root: int,
+            max_requests: int, inner: dict[str, str] | None) -> Params:
+    pr = Params(segsize=segsize, dtype_size=dtype_size, root=root, max_requests=max_requests)
+    if fanout is not None:
+        pr.fanout = fanout
+    if radix is not None:
+        pr.radix = radix
+    if inner:
+        pr.inner.update(inner)
+    return pr
+
+
+def predict(p2p_model: P2PModel, topology: Topology, collective: str, algorithm: str,
+            size: int, *, segsize: int = 0, fanout: int | None = None,
+            radix: int | None = None, dtype_size: int = 1, root: int = 0,
+            max_requests: int = 0, inner: dict[str, str] | None = None,
+            stat: Stat = "avg") -> float:
+    """Predicted latency (µs) of `algorithm` for `collective` with `size` bytes per rank as
+    OSU counts them; OSU's "Avg Latency" by default (stat="max" for the slowest rank)."""
+    return detail(p2p_model, topology, collective, algorithm, size, segsize=segsize,
+                  fanout=fanout, radix=radix, dtype_size=dtype_size, root=root,
+                  max_requests=max_requests, inner=inner).stat(stat)
+
+
+def detail(p2p_model: P2PModel, topology: Topology, collective: str, algorithm: str,
+           size: int, *, segsize: int = 0, fanout: int | None = None,
+           radix: int | None = None, dtype_size: int = 1, root: int = 0,
+           max_requests: int = 0, inner: dict[str, str] | None = None) -> Prediction:
+    """The full Prediction behind `predict` (per-rank times and term counts)."""
+    pr = _params(segsize, fanout, radix, dtype_size, root, max_requests, inner)
+    progs = program(collective, algorithm, topology.nprocs, size, pr)
+    return simulate(progs, topology, p2p_model)
+
+
+# ---------------------------------------------------------------------------------------
+# fitted mode
+
+Basis = Literal["pooled", "per_level", "scaled"]
+BASES: Final = ("pooled", "per_level", "scaled")
+
+
+@dataclass(frozen=True)
+class CollectivePoint:
+    """One measured collective latency (µs, OSU's average over ranks)."""
+
+    collective: str
+    algorithm: str
+    topology: Topology
+    size_bytes: int
+    latency_us: float
+    segsize: int = 0
+
+
+def _features(terms: Sequence[float], basis: Basis) -> tuple[list[str], list[float]]:
+    """Model columns of one term vector.
+
+    pooled:    latency terms, bytes, reduced bytes summed over levels (α, 1/β, γ per algorithm);
+    per_level: one latency and one byte column per level, plus reduced bytes;
+    scaled:    the p2p model's latency part and bandwidth part (µs) as given, plus reduced
+               bytes: coefficients say how much each part is over- or under-predicted."""
+    t = list(terms)
+    if basis == "pooled":
+        return (["latency_terms", "bytes", "reduce_bytes"],
+                [t[0] + t[1] + t[2], t[3] + t[4] + t[5], t[6]])
+    if basis == "per_level":
+        return list(TERMS[:7]), t[:7]
+    return ["latency_us", "bandwidth_us", "reduce_bytes"], [t[7], t[8], t[6]]
+
+
+@dataclass(frozen=True)
+class FittedAlgorithm:
+    """T = Σ coef·feature, per algorithm; features come from the schedule's term counts."""
+
+    collective: str
+    algorithm: str
+    basis: str
+    names: tuple[str, ...]
+    coefs: tuple[float, ...]
+    ci: tuple[tuple[float, float], ...]
+    points: int
+    p2p_model: P2PModel
+
+    def predict(self, topology: Topology, size: int, segsize: int = 0) -> float:
+        pred = detail(self.p2p_model, topology, self.collective, self.algorithm, size,
+                      segsize=segsize)
+        names, x = _features(pred.stat_terms("avg"), self.basis)  # type: ignore[arg-type]
+        col = dict(zip(names, x, strict=True))
+        return float(sum(c * col[n] for n, c in zip(self.names, self.coefs, strict=True)))
+
+
+def _terms_of(point: CollectivePoint, model: P2PModel) -> tuple[float, ...]:
+    pred = detail(model, point.topology, point.collective, point.algorithm, point.size_bytes,
+                  segsize=point.segsize)
+    return pred.stat_terms("avg")
+
+
+def fit_algorithm(points: Sequence[CollectivePoint], p2p_model: P2PModel,
+                  basis: Basis = "pooled") -> FittedAlgorithm:
+    """Fit one algorithm's coefficients to its measurements (WLS, weights 1/T²)."""
+    if basis not in BASES:
+        raise UserError(f"fit: basis {basis!r} is not valid; valid: {', '.join(BASES)}")
+    if not points:
+        raise UserError("fit: no collective measurements; valid: at least 2 points")
+    keys = {(p.collective, p.algorithm) for p in points}
+    if len(keys) > 1:
+        raise UserError(f"fit: points mix {len(keys)} algorithms {sorted(keys)}; valid: one "
+                        "(collective, algorithm) per fit")
+    coll, alg = next(iter(keys))
+    for p in points:
+        if not math.isfinite(p.latency_us) or p.latency_us <= 0:
+            raise UserError(f"fit: {coll}/{alg} at {p.size_bytes} B: latency "
+                            f"{p.latency_us!r} is not valid; valid: a finite time > 0 µs")
+    rows = [_features(_terms_of(p, p2p_model), basis) for p in points]
+    names = rows[0][0]
+    x = np.array([r[1] for r in rows], dtype=float)
+    keep = [j for j in range(x.shape[1]) if np.any(x[:, j] != 0)]
+    if not keep:
+        raise UserError(f"fit: {coll}/{alg}: the schedules send nothing; valid: nprocs >= 2")
+    x = x[:, keep]
+    y = np.array([p.latency_us for p in points], dtype=float)
+    if len(points) < len(keep) + 1:
+        raise UserError(f"fit: {coll}/{alg}: {len(points)} points for {len(keep)} "
+                        f"coefficients; valid: at least {len(keep) + 1} points")
+    res = sm.WLS(y, x, weights=1.0 / (y * y)).fit()
+    ci = res.conf_int(alpha=0.05)
+    return FittedAlgorithm(coll, alg, basis, tuple(names[j] for j in keep),
+                           tuple(float(c) for c in res.params),
+                           tuple((float(lo), float(hi)) for lo, hi in ci), len(points),
+                           p2p_model)
+
+
+@dataclass(frozen=True)
+class CVResult:
+    """Held-out predictions: (point, predicted µs, absolute % error) and their summary."""
+
+    predictions: tuple[tuple[CollectivePoint, float, float], ...]
+    median_abs_pct: float
+    p95_abs_pct: float
+
+
+def _summary(preds: list[tuple[CollectivePoint, float, float]]) -> CVResult:
+    if not preds:
+        raise UserError("cross-validation: no held-out points; valid: a split that holds out "
+                        "at least one point and keeps enough to fit")
+    errs = np.array([e for _, _, e in preds])
+    return CVResult(tuple(preds), float(np.median(errs)), float(np.percentile(errs, 95)))
+
+
+def cross_validate(points: Sequence[CollectivePoint], p2p_model: P2PModel,
+                   held_out: Callable[[CollectivePoint], bool],
+                   basis: Basis = "pooled") -> CVResult:
+    """Fit on the points `held_out` rejects, predict the ones it accepts (per algorithm)."""
+    preds: list[tuple[CollectivePoint, float, float]] = []
+    groups: dict[tuple[str, str], list[CollectivePoint]] = {}
+    for p in points:
+        groups.setdefault((p.collective, p.algorithm), []).append(p)
+    for group in groups.values():
+        train = [p for p in group if not held_out(p)]
+        test = [p for p in group if held_out(p)]
+        if not test:
+            continue
+        fitted = fit_algorithm(train, p2p_model, basis)
+        for p in test:
+            got = fitted.predict(p.topology, p.size_bytes, p.segsize)
+            preds.append((p, got, abs(got - p.latency_us) / p.latency_us * 100.0))
+    return _summary(preds)
+
+
+def leave_one_out(points: Sequence[CollectivePoint], p2p_model: P2PModel,
+                  by: Literal["size", "nprocs"] = "size",
+                  basis: Basis = "pooled") -> CVResult:
+    """Leave one message size (or one process count) out at a time: fit on the others,
+    predict it; every point is predicted once."""
+    def key(p: CollectivePoint) -> int:
+        return p.size_bytes if by == "size" else p.topology.nprocs
+
+    def holding_out(value: int) -> Callable[[CollectivePoint], bool]:
+        return lambda p: key(p) == value
+
+    preds: list[tuple[CollectivePoint, float, float]] = []
+    for value in sorted({key(p) for p in points}):
+        preds += list(cross_validate(points, p2p_model, holding_out(value),
+                                     basis).predictions)
+    return _summary(preds)
+
+
+def model_errors(points: Iterable[CollectivePoint], p2p_model: P2PModel) -> CVResult:
+    """How far the pure p2p-parameterised model (no fitting) is from the measurements."""
+    preds = []
+    for p in points:
+        got = predict(p2p_model, p.topology, p.collective, p.algorithm, p.size_bytes,
+                      segsize=p.segsize)
+        preds.append((p, got, abs(got - p.latency_us) / p.latency_us * 100.0))
+    return _summary(preds)
