@@ -25,10 +25,18 @@ traffic of one.
 
 Built with `-DCBP_COUNT_MESSAGES` (for SimGrid SMPI, which has no MPI_T), the ports count
 their own sends and the driver writes the same files itself.
+
+One launch can run several groups of cases (`join_groups`: "+" between the groups' argument
+lists); each case then names its group. A case an algorithm refuses (Open MPI's two_proc
+algorithms on P != 2 return MPI_ERR_UNSUPPORTED_OPERATION before sending anything) is
+announced with status "refused" and the run goes on (exit status EXIT_REFUSED if nothing
+else went wrong). Wrong results are reported per case (`DriverRun.problems`), and every
+announced case's matrix is read even when the run as a whole failed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -39,18 +47,31 @@ from pathlib import Path
 
 PORTS_DIR = Path(__file__).resolve().parents[2] / "src" / "collbench" / "kernel" / "ports"
 LIBRARY_SOURCES = ("cbp_util.c", "cbp_topo.c", "cbp_bcast.c", "cbp_gather_scatter.c",
-                   "cbp_reduce.c", "cbp_barrier.c")
+                   "cbp_reduce.c", "cbp_barrier.c", "cbp_decide.c", "cbp_allgather.c",
+                   "cbp_alltoall.c", "cbp_reduce_scatter.c")
 CFLAGS = ("-O2", "-Wall", "-Wextra")
 
-# Open MPI 5.0.11 coll/tuned algorithm ids the ports cover, per collective.
+# Open MPI 5.0.11 coll/tuned algorithm ids the ports cover, per collective. Id 0 (the fixed
+# decision rules) is covered too for FIXED_DECISION's collectives.
 PORTED: dict[str, tuple[int, ...]] = {
     "bcast": (1, 2, 3, 4, 5, 6, 7, 8, 9),
     "gather": (1, 2, 3),
     "scatter": (1, 2, 3),
     "reduce": (1, 2, 3, 4, 5, 6, 7),
-    "allreduce": (1, 3, 4, 5, 6),
+    "allreduce": (1, 2, 3, 4, 5, 6),
     "barrier": (1, 2, 3, 4, 5, 6),
+    "allgather": (1, 2, 3, 4, 5, 6, 7),
+    "allgatherv": (1, 2, 3, 4, 5, 6),
+    "alltoall": (1, 2, 3, 4, 5),
+    "alltoallv": (1, 2),
+    "reduce_scatter": (1, 2, 3, 4),
+    "reduce_scatter_block": (1, 2, 3, 4),
 }
+FIXED_DECISION = ("bcast", "reduce", "gather", "scatter")
+
+# Exit status of the driver when nothing went wrong but some case was refused
+# (MPI_ERR_UNSUPPORTED_OPERATION, e.g. two_proc on P != 2).
+EXIT_REFUSED = 4
 
 _LINE = re.compile(r"^([EI])\t(\d+)\t(\d+)\t(\d+) bytes\t(\d+) msgs sent\t?([\d,]*)$")
 _CASE = re.compile(r"^CASE (\d+) (.*)$")
@@ -141,6 +162,8 @@ class Case:
     count: int
     iterations: int
     root: int
+    group: int = 0
+    status: str = "ok"  # ok | refused | failed | unported (rank 0's view)
 
     def label(self) -> str:
         return (f"{self.coll} alg={self.alg} segsize={self.segsize} fanout={self.fanout} "
@@ -163,6 +186,11 @@ class DriverRun:
     def failure(self) -> str:
         return (f"exit {self.returncode}: {' '.join(self.command)}\n"
                 f"stdout tail: {self.stdout[-1500:]}\nstderr tail: {self.stderr[-3000:]}")
+
+    def problems(self, case: int) -> list[str]:
+        """The driver's WRONG / FAILED lines about one case (any rank)."""
+        return [line for line in self.stderr.splitlines()
+                if line.startswith(("WRONG ", "FAILED ")) and f" case={case} " in f"{line} "]
 
 
 @dataclass(frozen=True)
@@ -228,7 +256,8 @@ def parse_cases(stdout: str) -> list[Case]:
         cases.append(Case(int(m.group(1)), fields["coll"], fields["impl"], int(fields["alg"]),
                           int(fields["segsize"]), int(fields["fanout"]), int(fields["size"]),
                           int(fields["count"]), int(fields["iterations"]),
-                          int(fields["root"])))
+                          int(fields["root"]), int(fields.get("group", "0")),
+                          fields.get("status", "ok")))
     return cases
 
 
@@ -241,6 +270,26 @@ def driver_args(coll: str, impl: str, algs: Sequence[int], segsizes: Sequence[in
                 root: int = 0) -> list[str]:
     return [coll, impl, _csv(algs), _csv(segsizes), _csv(fanouts), _csv(sizes),
             str(iterations), str(root)]
+
+
+def join_groups(groups: Sequence[Sequence[str]]) -> list[str]:
+    """One driver command line running several groups of cases ("+" between them)."""
+    out: list[str] = []
+    for g in groups:
+        if out:
+            out.append("+")
+        out.extend(g)
+    return out
+
+
+def _matrices(prefix: Path, cases: Sequence[Case], np: int) -> dict[int, Matrix]:
+    """The traffic of every case the driver announced (it announces a case once its phase
+    files are written, so a run that failed later still has them)."""
+    out: dict[int, Matrix] = {}
+    for c in cases:
+        with contextlib.suppress(FileNotFoundError):
+            out[c.index] = read_matrix(prefix, c.index, np)
+    return out
 
 
 def mpirun_base(mpirun: Path | str, np: int) -> list[str]:
@@ -267,10 +316,8 @@ def run_driver(mpirun: Path | str, driver: Path, np: int, args: Sequence[str], w
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
                          check=False)
     cases = parse_cases(res.stdout)
-    matrices = {}
-    if res.returncode == 0:
-        matrices = {c.index: read_matrix(prefix, c.index, np) for c in cases}
-    return DriverRun(cmd, res.returncode, res.stdout, res.stderr, cases, matrices)
+    return DriverRun(cmd, res.returncode, res.stdout, res.stderr, cases,
+                     _matrices(prefix, cases, np))
 
 
 def run_smpi_driver(smpirun: Path | str, driver: Path, np: int, args: Sequence[str],
@@ -286,10 +333,24 @@ def run_smpi_driver(smpirun: Path | str, driver: Path, np: int, args: Sequence[s
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
                          check=False, cwd=workdir)
     cases = parse_cases(res.stdout)
-    matrices = {}
-    if res.returncode == 0:
-        matrices = {c.index: read_matrix(prefix, c.index, np) for c in cases}
-    return DriverRun(cmd, res.returncode, res.stdout, res.stderr, cases, matrices)
+    return DriverRun(cmd, res.returncode, res.stdout, res.stderr, cases,
+                     _matrices(prefix, cases, np))
+
+
+def decide(driver: Path, coll: str, nprocs: Sequence[int], sizes: Sequence[int],
+           commutative: bool = True, timeout: float = 60
+           ) -> dict[tuple[int, int], tuple[int, int]]:
+    """The ports' fixed decision (cbp_decide, no MPI involved):
+    (nprocs, bytes) -> (algorithm id, fanout)."""
+    res = subprocess.run([str(driver), "decide", coll, _csv(nprocs), _csv(sizes),
+                          "1" if commutative else "0"], capture_output=True, text=True,
+                         timeout=timeout, check=True)
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for line in res.stdout.splitlines():
+        fields = dict(item.split("=", 1) for item in line.split()[1:])
+        out[(int(fields["nprocs"]), int(fields["bytes"]))] = (int(fields["alg"]),
+                                                               int(fields["fanout"]))
+    return out
 
 
 def tool(name: str, venv_bin: Path) -> Path | None:

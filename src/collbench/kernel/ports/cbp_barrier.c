@@ -6,10 +6,6 @@
 
 #include <stdlib.h>
 
-#ifndef MPI_ERR_UNSUPPORTED_OPERATION
-#define MPI_ERR_UNSUPPORTED_OPERATION MPI_ERR_OTHER
-#endif
-
 #define TAG CBP_TAG_BARRIER
 
 static char g_nothing;

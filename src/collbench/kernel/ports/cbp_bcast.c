@@ -371,6 +371,10 @@ int cbp_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
     MPI_Comm_size(comm, &size);
     if (segsize < 0)
         return MPI_ERR_ARG;
+    if (alg == CBP_ALG_FIXED_DECISION) {
+        alg = cbp_decide("bcast", size, (long long)count * cbp_type_size(dt), 1, &fanout);
+        segsize = 0;
+    }
     int seg = cbp_segcount(segsize, cbp_type_size(dt), count);
     switch (alg) {
     case CBP_BCAST_BASIC_LINEAR: /* ompi_coll_base_bcast_intra_basic_linear */

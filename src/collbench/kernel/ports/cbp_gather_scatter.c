@@ -154,6 +154,16 @@ int cbp_gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int r
     (void)fanout;
     if (segsize < 0)
         return MPI_ERR_ARG;
+    if (alg == CBP_ALG_FIXED_DECISION) {
+        /* the fixed rules look at this rank's block: the receive side at the root */
+        int rank, size;
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &size);
+        long long bytes = rank == root ? (long long)rcount * cbp_type_size(rdt)
+                                       : (long long)scount * cbp_type_size(sdt);
+        alg = cbp_decide("gather", size, bytes, 1, NULL);
+        segsize = 0;
+    }
     switch (alg) {
     case CBP_GATHER_BASIC_LINEAR: /* ompi_coll_base_gather_intra_basic_linear */
         return gather_linear(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -276,6 +286,15 @@ int cbp_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int 
 {
     (void)segsize;
     (void)fanout;
+    if (alg == CBP_ALG_FIXED_DECISION) {
+        /* the fixed rules look at this rank's block: the send side at the root */
+        int rank, size;
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &size);
+        long long bytes = rank == root ? (long long)scount * cbp_type_size(sdt)
+                                       : (long long)rcount * cbp_type_size(rdt);
+        alg = cbp_decide("scatter", size, bytes, 1, NULL);
+    }
     switch (alg) {
     case CBP_SCATTER_BASIC_LINEAR: /* ompi_coll_base_scatter_intra_basic_linear */
         return scatter_linear(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, 0);
@@ -288,4 +307,66 @@ int cbp_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int 
     default:
         return MPI_ERR_ARG;
     }
+}
+
+/* ------------------------------------------------------------------ gatherv, scatterv */
+
+/* Mirrors mca_coll_basic_gatherv_intra: non-roots send their block (if not empty), the root
+ * receives the non-empty blocks in rank order. */
+int cbp_gatherv_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                       const int *rcounts, const int *displs, MPI_Datatype rdt, int root,
+                       MPI_Comm comm)
+{
+    int rank, size, rc;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (rank != root) {
+        if (scount > 0 && cbp_type_size(sdt) > 0)
+            return cbp_send(sbuf, scount, sdt, root, CBP_TAG_GATHERV, comm);
+        return MPI_SUCCESS;
+    }
+    if (cbp_type_size(rdt) == 0)
+        return MPI_SUCCESS;
+    for (int i = 0; i < size; i++) {
+        char *p = (char *)rbuf + cbp_span(rdt, displs[i]);
+        if (i == rank) {
+            if (scount > 0 && rcounts[i] > 0)
+                cbp_copy(p, sbuf, sdt, scount);
+        } else if (rcounts[i] > 0 &&
+                   (rc = cbp_recv(p, rcounts[i], rdt, i, CBP_TAG_GATHERV, comm,
+                                  MPI_STATUS_IGNORE))) {
+            return rc;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* Mirrors mca_coll_basic_scatterv_intra: the root sends the non-empty blocks in rank order
+ * with blocking sends; non-roots receive theirs (if not empty). */
+int cbp_scatterv_linear(const void *sbuf, const int *scounts, const int *displs,
+                        MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt, int root,
+                        MPI_Comm comm)
+{
+    int rank, size, rc;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (rank != root) {
+        if (rcount > 0 && cbp_type_size(rdt) > 0)
+            return cbp_recv(rbuf, rcount, rdt, root, CBP_TAG_SCATTERV, comm,
+                            MPI_STATUS_IGNORE);
+        return MPI_SUCCESS;
+    }
+    if (cbp_type_size(sdt) == 0)
+        return MPI_SUCCESS;
+    for (int i = 0; i < size; i++) {
+        const char *p = (const char *)sbuf + cbp_span(sdt, displs[i]);
+        if (i == rank) {
+            if (scounts[i] > 0)
+                cbp_copy(rbuf, p, sdt, scounts[i]);
+        } else if (scounts[i] > 0 &&
+                   (rc = cbp_send(p, scounts[i], sdt, i, CBP_TAG_SCATTERV, comm))) {
+            return rc;
+        }
+    }
+    return MPI_SUCCESS;
 }

@@ -11,7 +11,9 @@
  * as "internal". */
 enum {
     CBP_TAG_BCAST = 0x7c01, CBP_TAG_GATHER, CBP_TAG_SCATTER, CBP_TAG_REDUCE,
-    CBP_TAG_ALLREDUCE, CBP_TAG_BARRIER
+    CBP_TAG_ALLREDUCE, CBP_TAG_BARRIER, CBP_TAG_ALLGATHER, CBP_TAG_ALLGATHERV,
+    CBP_TAG_ALLTOALL, CBP_TAG_ALLTOALLV, CBP_TAG_REDUCE_SCATTER, CBP_TAG_REDUCE_SCATTER_BLOCK,
+    CBP_TAG_GATHERV, CBP_TAG_SCATTERV
 };
 
 #define CBP_MAX_CHILDREN 64
@@ -65,6 +67,36 @@ int cbp_segcount(int segsize, int type_size, int count);
 /* Blocks of a vector split in nblocks: the first `split` blocks have `early` elements,
  * the others `late` = early - 1 (or all equal when split == 0). */
 void cbp_blockcount(int count, int nblocks, int *split, int *early, int *late);
+
+/* coll/basic's linear gatherv and scatterv (mca_coll_basic_gatherv_intra,
+ * mca_coll_basic_scatterv_intra): what Open MPI 5.0's composite algorithms get when they
+ * call the communicator's MPI_Gatherv / MPI_Scatterv (coll/tuned has neither). Zero-size
+ * blocks are not sent. (cbp_gather_scatter.c) */
+int cbp_gatherv_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                       const int *rcounts, const int *displs, MPI_Datatype rdt, int root,
+                       MPI_Comm comm);
+int cbp_scatterv_linear(const void *sbuf, const int *scounts, const int *displs,
+                        MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt, int root,
+                        MPI_Comm comm);
+
+/* The communicator's own MPI_Bcast / MPI_Reduce / MPI_Gather / MPI_Scatter as coll/tuned
+ * runs it without a forced algorithm: its fixed decision (cbp_decide.c). */
+int cbp_bcast_fixed(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm);
+int cbp_reduce_fixed(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                     int root, MPI_Comm comm);
+int cbp_gather_fixed(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                     MPI_Datatype rdt, int root, MPI_Comm comm);
+int cbp_scatter_fixed(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                      MPI_Datatype rdt, int root, MPI_Comm comm);
+
+/* Scratch buffer of count elements (at least one). */
+void *cbp_alloc(MPI_Datatype dt, int count);
+/* Bits 0..nbits-1 of x in reverse order. */
+int cbp_mirror(int x, int nbits);
+/* Non-negative x mod m. */
+int cbp_mod(int x, int m);
+/* 1 if op is commutative. */
+int cbp_commutative(MPI_Op op);
 
 /* Smallest power of two strictly greater than v (1 for v == 0). */
 int cbp_next_pow2_above(int v);

@@ -363,6 +363,11 @@ int cbp_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op 
     MPI_Comm_size(comm, &size);
     if (segsize < 0)
         return MPI_ERR_ARG;
+    if (alg == CBP_ALG_FIXED_DECISION) {
+        alg = cbp_decide("reduce", size, (long long)count * cbp_type_size(dt),
+                         is_commutative(op), &fanout);
+        segsize = 0;
+    }
     int seg = cbp_segcount(segsize, cbp_type_size(dt), count);
     switch (alg) {
     case CBP_REDUCE_LINEAR: /* ompi_coll_base_reduce_intra_basic_linear */
@@ -719,8 +724,14 @@ int cbp_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
     case CBP_ALLREDUCE_RABENSEIFNER: /* ompi_coll_base_allreduce_intra_redscat_allgather */
         return allreduce_rabenseifner(sbuf, rbuf, count, dt, op, comm);
     case CBP_ALLREDUCE_NONOVERLAPPING:
-        /* ompi_coll_base_allreduce_intra_nonoverlapping runs the communicator's own
-         * MPI_Reduce and MPI_Bcast, i.e. coll/tuned's fixed decisions: not ported */
+        /* ompi_coll_base_allreduce_intra_nonoverlapping: the communicator's own MPI_Reduce
+         * to 0 and MPI_Bcast from 0, i.e. what coll/tuned's fixed rules pick for them */
+        {
+            int rc = cbp_reduce_fixed(sbuf, rbuf, count, dt, op, 0, comm);
+            if (rc)
+                return rc;
+            return cbp_bcast_fixed(rbuf, count, dt, 0, comm);
+        }
     default:
         return MPI_ERR_ARG;
     }

@@ -245,19 +245,48 @@ int cbp_floor_log2(int v)
     return k;
 }
 
+void *cbp_alloc(MPI_Datatype dt, int count)
+{
+    return malloc(cbp_span(dt, count > 0 ? count : 1));
+}
+
+int cbp_mirror(int x, int nbits)
+{
+    int r = 0;
+    for (int i = 0; i < nbits; i++)
+        if (x & (1 << i))
+            r |= 1 << (nbits - 1 - i);
+    return r;
+}
+
+int cbp_mod(int x, int m)
+{
+    int r = x % m;
+    return r < 0 ? r + m : r;
+}
+
+int cbp_commutative(MPI_Op op)
+{
+    int c = 1;
+    MPI_Op_commutative(op, &c);
+    return c;
+}
+
 int cbp_is_ported(const char *coll, int alg)
 {
+    static const struct {
+        const char *name;
+        int first, last;
+    } ported[] = {
+        {"bcast", 0, 9},          {"gather", 0, 3},          {"scatter", 0, 3},
+        {"reduce", 0, 7},         {"allreduce", 1, 6},       {"barrier", 1, 6},
+        {"allgather", 1, 7},      {"allgatherv", 1, 6},      {"alltoall", 1, 5},
+        {"alltoallv", 1, 2},      {"reduce_scatter", 1, 4},  {"reduce_scatter_block", 1, 4},
+    };
     if (coll == NULL)
         return 0;
-    if (strcmp(coll, "bcast") == 0)
-        return alg >= 1 && alg <= 9;
-    if (strcmp(coll, "gather") == 0 || strcmp(coll, "scatter") == 0)
-        return alg >= 1 && alg <= 3;
-    if (strcmp(coll, "reduce") == 0)
-        return alg >= 1 && alg <= 7;
-    if (strcmp(coll, "allreduce") == 0)
-        return alg >= 1 && alg <= 6 && alg != CBP_ALLREDUCE_NONOVERLAPPING;
-    if (strcmp(coll, "barrier") == 0)
-        return alg >= 1 && alg <= 6;
+    for (size_t i = 0; i < sizeof ported / sizeof ported[0]; i++)
+        if (strcmp(coll, ported[i].name) == 0)
+            return alg >= ported[i].first && alg <= ported[i].last;
     return 0;
 }

@@ -7,14 +7,16 @@
  * coll_tuned_<coll>_algorithm_segmentsize is left at its default, i.e. unsegmented) and a
  * fanout (0 = Open MPI's default: chain fanout 4, k-nomial radix 4).
  *
- * Only MPI point-to-point calls (Send/Ssend/Recv/Isend/Issend/Irecv/Wait/Waitall,
- * Get_count) and MPI_Reduce_local are used, so the same code runs under Open MPI and under
+ * Only MPI point-to-point calls (Send/Ssend/Recv/Isend/Issend/Irecv/Wait/Waitall/Waitany,
+ * Get_count), MPI_Reduce_local and, for allgatherv's default algorithm, a contiguous
+ * datatype (MPI_Type_contiguous) are used, so the same code runs under Open MPI and under
  * SimGrid's SMPI, where it makes the simulator replay the message sequence Open MPI's
  * forced algorithm sends. Ssend/Issend appear exactly where Open MPI sends in synchronous
  * mode.
  *
- * Limits: contiguous datatypes only (local copies are memcpy of count * extent bytes),
- * no MPI_IN_PLACE, intra-communicators only. An algorithm id that is not ported returns
+ * Limits: contiguous datatypes only (local copies are memcpy of count * extent bytes; blocks
+ * Open MPI sends with an indexed datatype are packed into one contiguous message of the same
+ * size), no MPI_IN_PLACE, intra-communicators only. An algorithm id that is not ported returns
  * MPI_ERR_ARG without communicating.
  *
  * Compile with -DCBP_COUNT_MESSAGES to have every point-to-point send recorded per
@@ -56,6 +58,34 @@ enum cbp_barrier_alg {
     CBP_BARRIER_LINEAR = 1, CBP_BARRIER_DOUBLE_RING = 2, CBP_BARRIER_RECURSIVE_DOUBLING = 3,
     CBP_BARRIER_BRUCK = 4, CBP_BARRIER_TWO_PROC = 5, CBP_BARRIER_TREE = 6
 };
+enum cbp_allgather_alg {
+    CBP_ALLGATHER_LINEAR = 1, CBP_ALLGATHER_BRUCK = 2, CBP_ALLGATHER_RECURSIVE_DOUBLING = 3,
+    CBP_ALLGATHER_RING = 4, CBP_ALLGATHER_NEIGHBOR = 5, CBP_ALLGATHER_TWO_PROC = 6,
+    CBP_ALLGATHER_SPARBIT = 7
+};
+enum cbp_allgatherv_alg {
+    CBP_ALLGATHERV_DEFAULT = 1, CBP_ALLGATHERV_BRUCK = 2, CBP_ALLGATHERV_RING = 3,
+    CBP_ALLGATHERV_NEIGHBOR = 4, CBP_ALLGATHERV_TWO_PROC = 5, CBP_ALLGATHERV_SPARBIT = 6
+};
+enum cbp_alltoall_alg {
+    CBP_ALLTOALL_LINEAR = 1, CBP_ALLTOALL_PAIRWISE = 2, CBP_ALLTOALL_MODIFIED_BRUCK = 3,
+    CBP_ALLTOALL_LINEAR_SYNC = 4, CBP_ALLTOALL_TWO_PROC = 5
+};
+enum cbp_alltoallv_alg { CBP_ALLTOALLV_BASIC_LINEAR = 1, CBP_ALLTOALLV_PAIRWISE = 2 };
+enum cbp_reduce_scatter_alg {
+    CBP_REDUCE_SCATTER_NONOVERLAPPING = 1, CBP_REDUCE_SCATTER_RECURSIVE_HALVING = 2,
+    CBP_REDUCE_SCATTER_RING = 3, CBP_REDUCE_SCATTER_BUTTERFLY = 4
+};
+enum cbp_reduce_scatter_block_alg {
+    CBP_REDUCE_SCATTER_BLOCK_BASIC_LINEAR = 1, CBP_REDUCE_SCATTER_BLOCK_RECURSIVE_DOUBLING = 2,
+    CBP_REDUCE_SCATTER_BLOCK_RECURSIVE_HALVING = 3, CBP_REDUCE_SCATTER_BLOCK_BUTTERFLY = 4
+};
+
+/* Algorithm id 0 (bcast, reduce, gather and scatter only): what coll/tuned's fixed decision
+ * rules of Open MPI 5.0 (coll_tuned_decision_fixed.c) pick for this communicator size and
+ * message size, run the way those rules run it (unsegmented, chain fanout 1). This is what
+ * Open MPI's composite algorithms get when they call the communicator's own collective. */
+#define CBP_ALG_FIXED_DECISION 0
 
 /* Open MPI's defaults for forced algorithms (coll_tuned_init_chain_fanout and
  * coll_tuned_bcast_algorithm_knomial_radix). */
@@ -79,7 +109,35 @@ int cbp_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
                   MPI_Comm comm, int alg, int segsize, int fanout);
 int cbp_barrier(MPI_Comm comm, int alg);
 
-/* 1 if (collective, algorithm id) is ported, else 0. coll: "bcast", "gather", ... */
+/* The collectives below ignore segsize and fanout, except alltoall linear_sync (alg 4), whose
+ * fanout is coll_tuned_alltoall_algorithm_max_requests (0 = all requests at once). Algorithms
+ * that refuse a communicator size (two_proc on P != 2) return MPI_ERR_UNSUPPORTED_OPERATION
+ * without communicating, as Open MPI does. */
+int cbp_allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                  MPI_Datatype rdt, MPI_Comm comm, int alg, int segsize, int fanout);
+int cbp_allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                   const int *rcounts, const int *displs, MPI_Datatype rdt, MPI_Comm comm,
+                   int alg, int segsize, int fanout);
+int cbp_alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                 MPI_Datatype rdt, MPI_Comm comm, int alg, int segsize, int fanout);
+int cbp_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, MPI_Datatype sdt,
+                  void *rbuf, const int *rcounts, const int *rdispls, MPI_Datatype rdt,
+                  MPI_Comm comm, int alg, int segsize, int fanout);
+int cbp_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, MPI_Datatype dt,
+                       MPI_Op op, MPI_Comm comm, int alg, int segsize, int fanout);
+int cbp_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+                             MPI_Op op, MPI_Comm comm, int alg, int segsize, int fanout);
+
+/* coll/tuned's fixed decision (Open MPI 4.1.0-5.0.x) for "bcast", "reduce", "gather" or
+ * "scatter" on nprocs processes; bytes is the decision input (bcast, reduce: the whole
+ * buffer; gather, scatter: one rank's block); commutative matters for reduce only.
+ * Returns the algorithm id (0 for an unknown collective or nprocs < 2) and, in *fanout, the
+ * fanout the rules hand it (1 for a chain: coll/base turns fan-out 0 into 1; else 0). The
+ * rules always pass segment size 0. */
+int cbp_decide(const char *coll, int nprocs, long long bytes, int commutative, int *fanout);
+
+/* 1 if (collective, algorithm id) is ported, else 0. coll: "bcast", "gather", ...; id 0 is
+ * "ported" for the collectives whose fixed decision is (bcast, reduce, gather, scatter). */
 int cbp_is_ported(const char *coll, int alg);
 
 /* Message counting (only with -DCBP_COUNT_MESSAGES; otherwise these do nothing and
