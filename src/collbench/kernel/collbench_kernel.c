@@ -6,7 +6,8 @@
  *              [--mpit] [--debug hang|crash|corrupt] [--debug-at N]
  *
  * JOBFILE: one point per line, `collective algorithm_id segsize fanout size_bytes
- * iterations warmup`; '#' lines and blank lines are ignored. Only rank 0 reads it.
+ * iterations warmup [key=value ...]`; '#' lines and blank lines are ignored. Only rank 0
+ * reads it. The key=value options are for non-blocking collectives only (see below).
  *
  * Timing (as osu_<coll>.c): `warmup` untimed then `iterations` timed calls, each timed on
  * its own with MPI_Wtime, MPI_Barrier on the measured communicator after each call (not
@@ -28,16 +29,76 @@
  *            elapsed / (iterations*64), the mean time per message in a full window;
  *            samples and median = each window's time / 64.
  *
+ * Non-blocking collectives (as osu_i<coll>.c of OSU 7.4): ibarrier ibcast igather igatherv
+ * iscatter iscatterv iallgather iallgatherv ialltoall ialltoallv ireduce iallreduce
+ * ireduce_scatter ireduce_scatter_block, with the size conventions, buffers, root 0 and
+ * validation of their blocking counterparts. Optional trailing fields, in any order, each
+ * at most once:
+ *   test_calls=N   MPI_Test calls in the compute phase (OSU -t N), 0..1000000, default 0.
+ *   compute=C      the dummy compute of the overlapped run: `auto` (default; each rank
+ *                  computes for its own mean pure-communication time, as OSU), `<v>us`
+ *                  (a fixed time, 0 <= v <= 1e7 microseconds) or `<v>x` (v times the
+ *                  rank's pure time, 0 < v <= 100). Plain decimals only.
+ *   hide_steps=K   also run the max-hideable-compute sweep with K steps (1..100; 0 = off).
+ * A bad option (unknown key, repeated key, negative or out-of-range value, factor <= 0, an
+ * option on a blocking collective) refuses the job file like any malformed line: exit
+ * status 2 and `JOBFILE:LINE: reason` on stderr, before anything runs.
+ *   Timing per point: (1) pure communication: `warmup` + `iterations` of MPI_I<coll> +
+ * MPI_Wait, each timed alone, MPI_Barrier after each (exactly the blocking loop);
+ * (2) overlapped run, the same counts: t0, MPI_I<coll> (init), compute with the MPI_Test
+ * calls interleaved (N rounds of compute C/N then one MPI_Test; without test calls one
+ * compute of C), MPI_Wait, t1, MPI_Barrier. The compute busy-waits on MPI_Wtime (OSU
+ * does the same), so a descheduled rank still stops at its target; under SMPI the time is
+ * injected with smpi_execute_benched. Each rank's per-iteration means are averaged over
+ * ranks, as OSU does. Extra output keys of a non-blocking point (after samples_us; microseconds
+ * unless %; null when the point is not ok):
+ *   test_calls, compute ("auto", "<v>us", "<v>x"), hide_steps: the job's options;
+ *   overall_us   OSU "Overall": mean post-to-wait-return time of the overlapped run;
+ *   compute_us   OSU "Compute": compute time, MPI_Test time excluded;
+ *   init_us, test_us, wait_us   OSU "Coll. Init", "MPI_Test" (total per iteration), "MPI_Wait";
+ *   pure_us, min_comm_us, max_comm_us   OSU "Pure Comm.", "Min Comm.", "Max Comm.": mean,
+ *                min and max over ranks of each rank's mean pure-communication time;
+ *   overlap_pct  OSU: max(0, 100 - (overall - compute) / pure * 100), the share of the pure
+ *                time hidden behind compute (MPI_Test time counts as not hidden). Never
+ *                above 100, as overall >= compute on every rank;
+ *   overlap_raw_pct  the same without the clamp (negative: the overlapped run took longer
+ *                than compute and communication back to back);
+ *   slowdown_us  max(0, overall - compute - pure): that loss in microseconds;
+ *   overlap_imb_pct  IMB-NBC (IMB 2021 IMB_output.c): 100 * max(0, min(1, (t_pure + t_CPU -
+ *                t_ovrl) / max(t_pure, t_CPU))) with t_pure, t_ovrl (overall) and t_CPU
+ *                (compute) of the rank with the largest t_ovrl. (IMB's user guide prints
+ *                min(t_pure, t_CPU) in the denominator; its NBC code uses max.)
+ *   max_hidden_us, max_hidden_pct, hide_bound_us  the sweep (null without hide_steps):
+ *                overlapped runs (same counts and test calls) with each rank's compute at
+ *                k/K of its own pure time, k = 1..K, stopping at the first step whose mean
+ *                overall time exceeds hide_bound_us, the upper end of the 95% confidence
+ *                interval (Student t) of the mean pure time (over the rank-averaged
+ *                iterations; the mean itself with 1 iteration). max_hidden_us = the measured
+ *                compute_us of the last step that passed (0 if none), max_hidden_pct = that
+ *                in % of pure_us. Resolution: pure/K; it cannot exceed the bound.
+ * For non-blocking points avg_us/min_us/max_us/median_us/samples_us describe the pure
+ * communication (avg_us = pure_us, min_us = min_comm_us, max_us = max_comm_us), as
+ * collbench's OSU ingest maps OSU's non-blocking tables, so rows from both sources and
+ * from blocking points compare; OSU's "Overall" is overall_us. A non-blocking point costs
+ * about (2 + K) times the iterations of a blocking one (plus the compute).
+ *
  * --mpit: before a point whose (collective, algorithm, segsize, fanout) differs from the
  * previous point, every rank writes coll/tuned's control variables through MPI_T and
  * measures on a fresh MPI_Comm_dup(MPI_COMM_WORLD): coll/tuned reads its forced choices
  * when a communicator is created. A cvar that would have to change but cannot makes the
- * point "failed" instead of silently measuring the default.
+ * point "failed" instead of silently measuring the default. Non-blocking collectives use
+ * libnbc's cvars the same way: coll_libnbc_i<coll>_algorithm (Open MPI 5.0: iallgather,
+ * iallreduce, ibcast, ireduce; writable, read by libnbc at every call) and, for the fanout,
+ * coll_libnbc_ibcast_knomial_radix (read-only through MPI_T: a fanout other than its
+ * current value fails the point). libnbc has no segment-size cvars (segsize != 0 fails).
+ * libnbc silently runs its linear iallgather when recursive_doubling is forced on a
+ * non-power-of-two communicator.
  *
  * --validate: after the timed loop, one untimed call with fresh send patterns (depending
  * on rank, byte index and iteration) and poisoned receive buffers; every received byte
  * on every rank is checked. Reductions use patterns whose sum never overflows a char
- * (see red_pat), and the expected sum is computed modulo 256.
+ * (see red_pat), and the expected sum is computed modulo 256. Non-blocking points validate
+ * one MPI_I<coll> + test_calls MPI_Test + MPI_Wait after all their timed loops.
  *
  * --debug (tests only) at point N (--debug-at, 0-based): hang = rank 0 pauses forever;
  * crash = rank 1 (rank 0 alone) calls abort(); corrupt = the highest rank that receives
@@ -46,6 +107,13 @@
  *
  * Measured calls return errors (MPI_ERRORS_RETURN on the measured communicator), so an
  * algorithm that refuses a communicator size gives a "failed" point, not a dead launch.
+ *
+ * SMPI (compiled with smpi_compat.h): SimGrid 3.32 runs all 14 non-blocking collectives
+ * (checked with --validate at 2 and 4 ranks); SMPI_NB_UNSUPPORTED lists those a future or
+ * older SMPI cannot run, which give a "failed" point "<coll> is not supported by SMPI".
+ * SMPI injects simulated time into every MPI_Test (--cfg=smpi/test, 1e-4 s by default,
+ * growing with smpi/grow-injected-times), so test_calls > 0 shows that model's cost unless
+ * the launch sets smpi/test:0.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -78,17 +146,41 @@ static const char *const COLL_NAMES[C_COUNT] = {
     "reduce_scatter_block", "latency", "bw"
 };
 
+/* Non-blocking names, indexed by the blocking counterpart (NULL: none). */
+static const char *const NB_NAMES[C_COUNT] = {
+    "ibarrier", "ibcast", "igather", "igatherv", "iscatter", "iscatterv", "ireduce",
+    "iallreduce", "iallgather", "iallgatherv", "ialltoall", "ialltoallv", "ireduce_scatter",
+    "ireduce_scatter_block", NULL, NULL
+};
+
+#ifdef COLLBENCH_SMPI_COMPAT_H
+/* Non-blocking collectives SMPI 3.32 does not run (see the header comment). */
+static const int SMPI_NB_UNSUPPORTED[C_COUNT] = {0};
+#endif
+
 enum debug_mode { DBG_NONE, DBG_HANG, DBG_CRASH, DBG_CORRUPT };
 enum status { ST_OK, ST_INVALID, ST_FAILED };
+enum compute_kind { CMP_AUTO, CMP_US, CMP_FACTOR };
+
+/* Limits of the non-blocking options (see the header comment). */
+#define NB_MAX_TESTS 1000000
+#define NB_MAX_FACTOR 100.0
+#define NB_MAX_COMPUTE_US 1e7
+#define NB_MAX_HIDE_STEPS 100
 
 typedef struct {
-    int coll;
+    int coll;      /* the blocking counterpart for non-blocking points */
+    int nb;        /* 1: the non-blocking MPI_I<coll> */
     int alg;
     long long segsize;
     int fanout;
     long long size;
     int iters;
     int warmup;
+    int tests;                 /* test_calls=N: MPI_Test calls in the compute phase */
+    enum compute_kind ckind;   /* compute=auto | <v>us | <v>x */
+    double cval;               /* microseconds (CMP_US) or factor (CMP_FACTOR) */
+    int hide;                  /* hide_steps=K: max-hideable-compute sweep, 0 = off */
 } job_t;
 
 typedef struct {
@@ -99,12 +191,20 @@ typedef struct {
     long long debug_at;
 } opts_t;
 
+/* Non-blocking figures (rank 0, microseconds or percent; NAN = null). */
+typedef struct {
+    double overall, compute, init, test, wait, pure, min_comm, max_comm;
+    double overlap, overlap_imb, overlap_raw, slowdown;
+    double max_hidden, max_hidden_pct, hide_bound;
+} nbres_t;
+
 typedef struct {
     enum status status;
     char error[ERR_LEN];
     int validated;
     double avg, min, max, median, bw; /* NAN = null */
     double *samples;                  /* rank 0, iterations entries, or NULL */
+    nbres_t nb;
 } result_t;
 
 /* Buffers and arguments of one point on this rank. */
@@ -346,19 +446,116 @@ static int parse_args(int argc, char **argv, opts_t *o, char *err, size_t n)
 
 /* ------------------------------------------------------------------- job file parsing */
 
-static int coll_from_name(const char *s)
+/* The blocking index for a name; *nb = 1 when it names the non-blocking variant. */
+static int coll_from_name(const char *s, int *nb)
 {
-    for (int c = 0; c < C_COUNT; c++)
-        if (!strcmp(s, COLL_NAMES[c]))
+    for (int c = 0; c < C_COUNT; c++) {
+        if (!strcmp(s, COLL_NAMES[c])) {
+            *nb = 0;
             return c;
+        }
+        if (NB_NAMES[c] && !strcmp(s, NB_NAMES[c])) {
+            *nb = 1;
+            return c;
+        }
+    }
     return -1;
 }
+
+static const char *coll_name(const job_t *j)
+{
+    return j->nb ? NB_NAMES[j->coll] : COLL_NAMES[j->coll];
+}
+
+/* A finite number with an optional unit suffix `unit` ("" for none); 0 or -1. */
+static int parse_num_unit(const char *s, const char *unit, double *out)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || strcmp(end, unit) != 0 || !isfinite(v))
+        return -1;
+    /* strtod accepts hex floats and "infinity"; only plain decimals are allowed */
+    for (const char *c = s; c < end; c++)
+        if (!strchr("0123456789.+-eE", *c))
+            return -1;
+    *out = v;
+    return 0;
+}
+
+/* Optional key=value field of a non-blocking job line; 0 or -1 with err. */
+static int parse_nb_option(char *tok, job_t *j, unsigned *seen, char *err, size_t n)
+{
+    static const char *const KEYS[3] = {"test_calls", "compute", "hide_steps"};
+    char *eq = strchr(tok, '=');
+    const char *val;
+    long long v;
+    double d;
+    int k;
+    if (!eq) {
+        snprintf(err, n, "field '%s': expected key=value (test_calls=N, compute=auto|<us>us|"
+                         "<factor>x, hide_steps=K) after the 7 fields", tok);
+        return -1;
+    }
+    *eq = '\0';
+    val = eq + 1;
+    for (k = 0; k < 3 && strcmp(tok, KEYS[k]); k++)
+        ;
+    if (k == 3) {
+        snprintf(err, n, "unknown option '%s' (valid: test_calls, compute, hide_steps)", tok);
+        return -1;
+    }
+    if (*seen & (1u << k)) {
+        snprintf(err, n, "option %s given twice", tok);
+        return -1;
+    }
+    *seen |= 1u << k;
+    if (k == 0 || k == 2) {
+        long long hi = k == 0 ? NB_MAX_TESTS : NB_MAX_HIDE_STEPS;
+        if (parse_ll(val, 0, hi, &v)) {
+            snprintf(err, n, "%s must be an integer in [0, %lld], got '%s'", tok, hi, val);
+            return -1;
+        }
+        if (k == 0)
+            j->tests = (int)v;
+        else
+            j->hide = (int)v;
+        return 0;
+    }
+    if (!strcmp(val, "auto")) {
+        j->ckind = CMP_AUTO;
+    } else if (!parse_num_unit(val, "us", &d)) {
+        if (d < 0 || d > NB_MAX_COMPUTE_US) {
+            snprintf(err, n, "compute: fixed time must be in [0, %.0f] us, got '%s'",
+                     NB_MAX_COMPUTE_US, val);
+            return -1;
+        }
+        j->ckind = CMP_US;
+        j->cval = d;
+    } else if (!parse_num_unit(val, "x", &d)) {
+        if (d <= 0 || d > NB_MAX_FACTOR) {
+            snprintf(err, n, "compute: factor of the pure time must be in (0, %g], got '%s'",
+                     NB_MAX_FACTOR, val);
+            return -1;
+        }
+        j->ckind = CMP_FACTOR;
+        j->cval = d;
+    } else {
+        snprintf(err, n, "compute must be auto, <microseconds>us or <factor>x, got '%s'", val);
+        return -1;
+    }
+    return 0;
+}
+
+#define MAX_FIELDS 16
 
 /* Parse one non-comment line into a job; returns 0 or writes err. */
 static int parse_job_line(char *line, job_t *j, char *err, size_t n)
 {
-    char *tok[8], *save = NULL;
+    char *tok[MAX_FIELDS + 1], *save = NULL;
     int nt = 0;
+    unsigned seen = 0;
     long long v[6];
     static const char *const FIELD[6] = {
         "algorithm_id", "segsize", "fanout", "size_bytes", "iterations", "warmup"
@@ -366,17 +563,28 @@ static int parse_job_line(char *line, job_t *j, char *err, size_t n)
     static const long long LO[6] = {0, 0, 0, 0, 1, 0};
     static const long long HI[6] = {INT_MAX, LLONG_MAX, INT_MAX, INT_MAX, INT_MAX, INT_MAX};
 
-    for (char *t = strtok_r(line, " \t\r\v\f", &save); t && nt < 8;
+    memset(j, 0, sizeof *j);
+    for (char *t = strtok_r(line, " \t\r\v\f", &save); t && nt < MAX_FIELDS + 1;
          t = strtok_r(NULL, " \t\r\v\f", &save))
         tok[nt++] = t;
-    if (nt != 7) {
+    if (nt < 7) {
         snprintf(err, n, "expected 7 fields (collective algorithm_id segsize fanout "
                          "size_bytes iterations warmup), got %d", nt);
         return -1;
     }
-    j->coll = coll_from_name(tok[0]);
+    j->coll = coll_from_name(tok[0], &j->nb);
     if (j->coll < 0) {
         snprintf(err, n, "unknown collective '%s'", tok[0]);
+        return -1;
+    }
+    if (nt > 7 && !j->nb) {
+        snprintf(err, n, "expected 7 fields (collective algorithm_id segsize fanout "
+                         "size_bytes iterations warmup), got %d: options such as "
+                         "test_calls= are for non-blocking collectives only", nt);
+        return -1;
+    }
+    if (nt > MAX_FIELDS) {
+        snprintf(err, n, "too many fields (at most %d)", MAX_FIELDS);
         return -1;
     }
     for (int i = 0; i < 6; i++) {
@@ -393,9 +601,12 @@ static int parse_job_line(char *line, job_t *j, char *err, size_t n)
     j->iters = (int)v[4];
     j->warmup = (int)v[5];
     if (j->coll == C_BARRIER && j->size != 0) {
-        snprintf(err, n, "barrier carries no data: size_bytes must be 0");
+        snprintf(err, n, "%s carries no data: size_bytes must be 0", coll_name(j));
         return -1;
     }
+    for (int i = 7; i < nt; i++)
+        if (parse_nb_option(tok[i], j, &seen, err, n))
+            return -1;
     return 0;
 }
 
@@ -599,44 +810,63 @@ static int cvar_reset(const char *name)
     return cv->exists ? cvar_set(name, cv->dflt, 0, ignored, sizeof ignored) : 0;
 }
 
+/* Fanout/radix cvar suffixes: coll/tuned's, and libnbc's for the non-blocking ones. */
 static const char *const FANOUT_SUFFIX[3] = {
     "algorithm_tree_fanout", "algorithm_chain_fanout", "algorithm_knomial_radix"
 };
+static const char *const NB_FANOUT_SUFFIX[1] = {"knomial_radix"};
 
-static void cvar_name(char *buf, size_t n, int coll, const char *suffix)
+/* coll/tuned's cvar for blocking collectives, libnbc's (coll_libnbc_i<coll>_...) for the
+ * non-blocking ones. */
+static void cvar_name(char *buf, size_t n, int coll, int nb, const char *suffix)
 {
-    snprintf(buf, n, "coll_tuned_%s_%s", COLL_NAMES[coll], suffix);
+    if (nb)
+        snprintf(buf, n, "coll_libnbc_%s_%s", NB_NAMES[coll], suffix);
+    else
+        snprintf(buf, n, "coll_tuned_%s_%s", COLL_NAMES[coll], suffix);
+}
+
+static int fanout_suffixes(int nb, const char *const **list)
+{
+    *list = nb ? NB_FANOUT_SUFFIX : FANOUT_SUFFIX;
+    return nb ? 1 : 3;
 }
 
 /* Put a collective's forcing cvars back to their start-up values, so the inter-iteration
  * barrier of later points runs as in a launch that forces one collective only. */
-static void mpit_reset(int coll)
+static void mpit_reset(int coll, int nb)
 {
     char name[128];
-    cvar_name(name, sizeof name, coll, "algorithm");
+    const char *const *fan;
+    int nfs = fanout_suffixes(nb, &fan);
+    cvar_name(name, sizeof name, coll, nb, "algorithm");
     cvar_reset(name);
-    cvar_name(name, sizeof name, coll, "algorithm_segmentsize");
+    cvar_name(name, sizeof name, coll, nb, "algorithm_segmentsize");
     cvar_reset(name);
-    for (int i = 0; i < 3; i++) {
-        cvar_name(name, sizeof name, coll, FANOUT_SUFFIX[i]);
+    for (int i = 0; i < nfs; i++) {
+        cvar_name(name, sizeof name, coll, nb, fan[i]);
         cvar_reset(name);
     }
 }
 
-/* Write this rank's cvars for job j; 0 or -1 with err. */
+/* Write this rank's cvars for job j; 0 or -1 with err. libnbc has no segment-size cvars
+ * (a segsize makes the point fail: cvar not found) and its only radix cvar,
+ * coll_libnbc_ibcast_knomial_radix, is read-only through MPI_T in Open MPI 5.0. */
 static int mpit_write(const job_t *j, char *err, size_t n)
 {
     char name[128];
-    int nfan = 0;
-    cvar_set("coll_tuned_use_dynamic_rules", 1, 0, err, n); /* else the launcher sets it */
-    cvar_name(name, sizeof name, j->coll, "algorithm");
+    const char *const *fan;
+    int nfan = 0, nfs = fanout_suffixes(j->nb, &fan);
+    if (!j->nb) /* else the launcher sets it */
+        cvar_set("coll_tuned_use_dynamic_rules", 1, 0, err, n);
+    cvar_name(name, sizeof name, j->coll, j->nb, "algorithm");
     if (cvar_set(name, j->alg, j->alg != 0, err, n))
         return -1;
-    cvar_name(name, sizeof name, j->coll, "algorithm_segmentsize");
+    cvar_name(name, sizeof name, j->coll, j->nb, "algorithm_segmentsize");
     if (j->segsize ? cvar_set(name, j->segsize, 1, err, n) : cvar_reset(name))
         return -1;
-    for (int i = 0; i < 3; i++) {
-        cvar_name(name, sizeof name, j->coll, FANOUT_SUFFIX[i]);
+    for (int i = 0; i < nfs; i++) {
+        cvar_name(name, sizeof name, j->coll, j->nb, fan[i]);
         if (!j->fanout) {
             cvar_reset(name);
             continue;
@@ -648,7 +878,7 @@ static int mpit_write(const job_t *j, char *err, size_t n)
             return -1;
     }
     if (j->fanout && !nfan) {
-        cvar_name(name, sizeof name, j->coll, FANOUT_SUFFIX[0]);
+        cvar_name(name, sizeof name, j->coll, j->nb, fan[0]);
         snprintf(err, n, "mpit: cvar %s not found", name);
         return -1;
     }
@@ -665,15 +895,15 @@ static MPI_Comm new_measure_comm(void)
 
 /* Per-launch MPI_T state: the configuration the current communicator was made for. */
 typedef struct {
-    int valid, failed, dirty_coll;
+    int valid, failed, dirty_coll, dirty_nb;
     job_t cfg;
     char error[ERR_LEN];
 } mpit_state_t;
 
 static int same_config(const job_t *a, const job_t *b)
 {
-    return a->coll == b->coll && a->alg == b->alg && a->segsize == b->segsize
-        && a->fanout == b->fanout;
+    return a->coll == b->coll && a->nb == b->nb && a->alg == b->alg
+        && a->segsize == b->segsize && a->fanout == b->fanout;
 }
 
 /* Switch the measured communicator to job j's algorithm. 0, or -1 with err (all ranks). */
@@ -686,9 +916,10 @@ static int mpit_configure(mpit_state_t *st, const job_t *j, MPI_Comm *comm, char
             snprintf(err, n, "%s", st->error);
         return st->failed ? -1 : 0;
     }
-    if (st->dirty_coll >= 0 && st->dirty_coll != j->coll)
-        mpit_reset(st->dirty_coll);
+    if (st->dirty_coll >= 0 && (st->dirty_coll != j->coll || st->dirty_nb != j->nb))
+        mpit_reset(st->dirty_coll, st->dirty_nb);
     st->dirty_coll = j->coll;
+    st->dirty_nb = j->nb;
     st->cfg = *j;
     st->valid = 1;
     st->error[0] = '\0';
@@ -867,6 +1098,112 @@ static int call_coll(point_t *p)
     }
 }
 
+/* Post the non-blocking counterpart of call_coll (same buffers and arguments). */
+static int start_coll(point_t *p, MPI_Request *req)
+{
+    MPI_Comm c = p->comm;
+    int n = p->count;
+    switch (p->job->coll) {
+    case C_BARRIER:
+        return MPI_Ibarrier(c, req);
+    case C_BCAST:
+        return MPI_Ibcast(p->sbuf, n, MPI_CHAR, 0, c, req);
+    case C_GATHER:
+        return MPI_Igather(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, 0, c, req);
+    case C_GATHERV:
+        return MPI_Igatherv(p->sbuf, n, MPI_CHAR, p->rbuf, p->counts, p->displs, MPI_CHAR, 0,
+                            c, req);
+    case C_SCATTER:
+        return MPI_Iscatter(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, 0, c, req);
+    case C_SCATTERV:
+        return MPI_Iscatterv(p->sbuf, p->counts, p->displs, MPI_CHAR, p->rbuf, n, MPI_CHAR, 0,
+                             c, req);
+    case C_REDUCE:
+        return MPI_Ireduce(p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM, 0, c, req);
+    case C_ALLREDUCE:
+        return MPI_Iallreduce(p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM, c, req);
+    case C_ALLGATHER:
+        return MPI_Iallgather(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, c, req);
+    case C_ALLGATHERV:
+        return MPI_Iallgatherv(p->sbuf, n, MPI_CHAR, p->rbuf, p->counts, p->displs, MPI_CHAR,
+                               c, req);
+    case C_ALLTOALL:
+        return MPI_Ialltoall(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, c, req);
+    case C_ALLTOALLV:
+        return MPI_Ialltoallv(p->sbuf, p->counts, p->displs, MPI_CHAR, p->rbuf, p->counts,
+                              p->displs, MPI_CHAR, c, req);
+    case C_REDUCE_SCATTER:
+        return MPI_Ireduce_scatter(p->sbuf, p->rbuf, p->counts, MPI_CHAR, MPI_SUM, c, req);
+    case C_REDUCE_SCATTER_BLOCK:
+        return MPI_Ireduce_scatter_block(p->sbuf, p->rbuf, p->block, MPI_CHAR, MPI_SUM, c,
+                                         req);
+    default:
+        return MPI_ERR_OTHER;
+    }
+}
+
+/* ------------------------------------------------------------------- dummy compute */
+
+static volatile double g_sink; /* keeps the compute loop from being optimised away */
+
+/* Busy computation for `seconds` of wall-clock time, in chunks of a few tens of
+ * nanoseconds (OSU's dummy compute also runs until the clock says so). Under SMPI the
+ * clock only moves with simulated work, so the time is injected with
+ * smpi_execute_benched (plain smpi_execute is a no-op outside a benchmarked region). */
+static void busy_compute(double seconds)
+{
+    if (seconds <= 0.0)
+        return;
+#ifdef COLLBENCH_SMPI_COMPAT_H
+    smpi_execute_benched(seconds);
+#else
+    {
+        double x = g_sink, t0 = MPI_Wtime();
+        do {
+            for (int k = 0; k < 32; k++)
+                x = x * 0.999999 + 1e-3;
+        } while (MPI_Wtime() - t0 < seconds);
+        g_sink = x;
+    }
+#endif
+}
+
+/* OSU's compute phase: without test calls one compute of `seconds`; with N test calls,
+ * N rounds of (compute seconds/N, MPI_Test). *test_time = time inside MPI_Test. */
+static int compute_and_test(double seconds, int tests, MPI_Request *req, double *test_time)
+{
+    int rc = MPI_SUCCESS, flag = 0;
+    *test_time = 0.0;
+    if (tests == 0) {
+        busy_compute(seconds);
+        return rc;
+    }
+    for (int k = 0; k < tests && rc == MPI_SUCCESS; k++) {
+        double t0;
+        busy_compute(seconds / tests);
+        t0 = MPI_Wtime();
+        rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        *test_time += MPI_Wtime() - t0;
+    }
+    return rc;
+}
+
+/* One collective as measured: the blocking call, or post + (test calls) + wait. */
+static int run_once(point_t *p, int with_tests)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    double ignored;
+    int rc;
+    if (!p->job->nb)
+        return call_coll(p);
+    rc = start_coll(p, &req);
+    if (rc == MPI_SUCCESS && with_tests)
+        rc = compute_and_test(0.0, p->job->tests, &req, &ignored);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    return rc;
+}
+
 /* ------------------------------------------------------------------- validation */
 
 static unsigned char sum_pat(int P, size_t index, int iter)
@@ -960,7 +1297,7 @@ static int validate_coll(point_t *p, int corrupt, verdict_t *v)
     unsigned char *e = validation_prepare(p, iter);
     int rc = MPI_Barrier(p->comm);
     if (rc == MPI_SUCCESS)
-        rc = call_coll(p);
+        rc = run_once(p, 1);
     if (rc == MPI_SUCCESS) {
         maybe_corrupt(p, corrupt);
         check_recv(p, e, v);
@@ -1016,7 +1353,8 @@ static void exchange_verdict(const verdict_t *v, result_t *res)
 
 /* ------------------------------------------------------------------- timed loops */
 
-/* OSU collective loop; t[k] = this rank's time of timed iteration k (seconds). On error,
+/* OSU collective loop (for non-blocking points: the pure-communication loop, post + wait);
+ * t[k] = this rank's time of timed iteration k (seconds). On error,
  * *what names the failed call (the barriers can fail too when barrier is forced). */
 static int timed_coll(point_t *p, double *t, const char **what)
 {
@@ -1025,9 +1363,9 @@ static int timed_coll(point_t *p, double *t, const char **what)
     *what = "MPI_Barrier";
     for (int i = 0; rc == MPI_SUCCESS && i < j->warmup + j->iters; i++) {
         double t0 = MPI_Wtime();
-        rc = call_coll(p);
+        rc = run_once(p, 0); /* non-blocking: OSU's pure communication, post + wait */
         double t1 = MPI_Wtime();
-        *what = COLL_NAMES[j->coll];
+        *what = coll_name(j);
         if (rc == MPI_SUCCESS) {
             rc = MPI_Barrier(p->comm);
             *what = "MPI_Barrier";
@@ -1091,6 +1429,52 @@ static int timed_bw(point_t *p, double *t, double *total)
             t[i - j->warmup] = (MPI_Wtime() - t0) / BW_WINDOW;
     }
     *total = MPI_Wtime() - start;
+    return rc;
+}
+
+/* Per-rank totals over the timed iterations of one overlapped loop (seconds). */
+typedef struct {
+    double overall, comp, test, wait, init; /* comp includes the MPI_Test calls */
+} ovl_t;
+
+/* osu_i<coll>'s overlapped loop: per iteration post (init), compute `target` seconds with
+ * the job's MPI_Test calls, wait; the iteration runs from before the post to after the
+ * wait; MPI_Barrier after each iteration (not timed). */
+static int timed_overlap(point_t *p, double target, ovl_t *o, const char **what)
+{
+    const job_t *j = p->job;
+    int rc = MPI_Barrier(p->comm);
+    memset(o, 0, sizeof *o);
+    *what = "MPI_Barrier";
+    for (int i = 0; rc == MPI_SUCCESS && i < j->warmup + j->iters; i++) {
+        MPI_Request req = MPI_REQUEST_NULL;
+        double t0, t1, t2, t3, tt = 0.0;
+        *what = coll_name(j);
+        t0 = MPI_Wtime();
+        rc = start_coll(p, &req);
+        t1 = MPI_Wtime();
+        if (rc == MPI_SUCCESS) {
+            *what = "MPI_Test";
+            rc = compute_and_test(target, j->tests, &req, &tt);
+        }
+        t2 = MPI_Wtime();
+        if (rc == MPI_SUCCESS) {
+            *what = "MPI_Wait";
+            rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+        t3 = MPI_Wtime();
+        if (rc == MPI_SUCCESS) {
+            *what = "MPI_Barrier";
+            rc = MPI_Barrier(p->comm);
+        }
+        if (i >= j->warmup) {
+            o->overall += t3 - t0;
+            o->init += t1 - t0;
+            o->comp += t2 - t1;
+            o->test += tt;
+            o->wait += t3 - t2;
+        }
+    }
     return rc;
 }
 
@@ -1165,12 +1549,143 @@ static void p2p_stats(const job_t *j, double *t, double total, result_t *res)
     memcpy(res->samples, t, (size_t)j->iters * sizeof(double));
 }
 
+static void nbres_clear(nbres_t *r)
+{
+    r->overall = r->compute = r->init = r->test = r->wait = r->pure = NAN;
+    r->min_comm = r->max_comm = r->overlap = r->overlap_imb = r->overlap_raw = NAN;
+    r->slowdown = r->max_hidden = r->max_hidden_pct = r->hide_bound = NAN;
+}
+
+/* This rank's compute time (seconds) for the overlapped loop; pure = its own mean pure
+ * communication time (OSU sizes each rank's compute to that rank's own latency). */
+static double compute_target(const job_t *j, double pure)
+{
+    switch (j->ckind) {
+    case CMP_US: return j->cval * 1e-6;
+    case CMP_FACTOR: return j->cval * pure;
+    default: return pure;
+    }
+}
+
+/* Two-sided 95% Student quantile t(0.975, df): table to 30, then the Cornish-Fisher
+ * expansion around the normal quantile (error < 1e-3). */
+static double t975(int df)
+{
+    static const double T[30] = {
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042
+    };
+    const double z = 1.959964, d = df;
+    if (df <= 30)
+        return T[df - 1];
+    return z + (z * z * z + z) / (4 * d)
+        + (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * d * d);
+}
+
+/* Upper end of the 95% confidence interval of the mean of v[0..n); the mean if n == 1. */
+static double ci_upper(const double *v, int n)
+{
+    double m = 0.0, ss = 0.0;
+    for (int k = 0; k < n; k++)
+        m += v[k];
+    m /= n;
+    if (n < 2)
+        return m;
+    for (int k = 0; k < n; k++)
+        ss += (v[k] - m) * (v[k] - m);
+    return m + t975(n - 1) * sqrt(ss / (n - 1)) / sqrt((double)n);
+}
+
+/* Rank 0 gets OSU's columns and both overlap figures from this rank's loop totals. */
+static void overlap_stats(const job_t *j, double pure, const ovl_t *o, result_t *res)
+{
+    double it = j->iters, top = 0.0, trip[3];
+    double mine[5] = {o->overall / it, (o->comp - o->test) / it, o->test / it, o->wait / it,
+                      o->init / it};
+    double sum[5] = {0, 0, 0, 0, 0};
+    int cand, first = g_nprocs;
+    nbres_t *r = &res->nb;
+    check_mpi(MPI_Reduce(mine, sum, 5, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
+    /* IMB-NBC takes t_pure, t_ovrl, t_CPU of the rank with the largest t_ovrl. */
+    check_mpi(MPI_Allreduce(&mine[0], &top, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    cand = mine[0] == top ? g_rank : g_nprocs;
+    check_mpi(MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    trip[0] = pure;
+    trip[1] = mine[0];
+    trip[2] = mine[1];
+    check_mpi(MPI_Bcast(trip, 3, MPI_DOUBLE, first, MPI_COMM_WORLD), "MPI_Bcast");
+    if (g_rank != 0)
+        return;
+    r->overall = sum[0] / g_nprocs * 1e6;
+    r->compute = sum[1] / g_nprocs * 1e6;
+    r->test = sum[2] / g_nprocs * 1e6;
+    r->wait = sum[3] / g_nprocs * 1e6;
+    r->init = sum[4] / g_nprocs * 1e6;
+    r->pure = res->avg;
+    r->min_comm = res->min;
+    r->max_comm = res->max;
+    if (r->pure > 0) {
+        r->overlap_raw = 100.0 - (r->overall - r->compute) / r->pure * 100.0;
+        r->overlap = r->overlap_raw > 0 ? r->overlap_raw : 0.0; /* OSU: MAX(0, ...) */
+    }
+    r->slowdown = r->overall - r->compute - r->pure;
+    if (r->slowdown < 0)
+        r->slowdown = 0.0;
+    {
+        double tp = trip[0] * 1e6, to = trip[1] * 1e6, tc = trip[2] * 1e6;
+        double den = tp > tc ? tp : tc, f;
+        if (den > 0) {
+            f = (tp + tc - to) / den;
+            r->overlap_imb = 100.0 * (f < 0 ? 0.0 : f > 1 ? 1.0 : f);
+        }
+    }
+}
+
+/* Max hideable compute (OpenHPCA's idea): overlapped loops with this rank's compute at
+ * k/K of its pure time, k = 1..K, until the mean overall time exceeds the upper end of the
+ * pure time's 95% confidence interval. 0, or -1 with res failed. */
+static int hide_sweep(point_t *p, double pure, result_t *res, const char **what)
+{
+    const job_t *j = p->job;
+    double bound = 0.0, best = 0.0;
+    int go = 1;
+    if (g_rank == 0)
+        bound = ci_upper(res->samples, j->iters);
+    for (int k = 1; k <= j->hide && go; k++) {
+        ovl_t o;
+        double mine[2], sum[2] = {0, 0};
+        int rc = timed_overlap(p, pure * k / j->hide, &o, what);
+        if (agree_on_error(rc, *what, res))
+            return -1;
+        mine[0] = o.overall / j->iters;
+        mine[1] = (o.comp - o.test) / j->iters;
+        check_mpi(MPI_Reduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
+                  "MPI_Reduce");
+        if (g_rank == 0) {
+            if (sum[0] / g_nprocs * 1e6 <= bound)
+                best = sum[1] / g_nprocs * 1e6;
+            else
+                go = 0;
+        }
+        check_mpi(MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    }
+    if (g_rank == 0) {
+        res->nb.max_hidden = best;
+        res->nb.max_hidden_pct = res->avg > 0 ? best / res->avg * 100.0 : NAN;
+        res->nb.hide_bound = bound;
+    }
+    return 0;
+}
+
 static void measure(const job_t *j, MPI_Comm comm, int validate, int corrupt, result_t *res)
 {
     point_t p;
     double *t, total = 0.0;
     int rc, bad, any_bad = 0;
-    const char *what = COLL_NAMES[j->coll];
+    const char *what = coll_name(j);
     verdict_t v = {0, 0, 0, 0};
 
     memset(&p, 0, sizeof p);
@@ -1196,6 +1711,19 @@ static void measure(const job_t *j, MPI_Comm comm, int validate, int corrupt, re
         p2p_stats(j, t, total, res);
     else
         collective_stats(j, t, res);
+    if (j->nb) { /* then OSU's overlapped run, sized from this rank's pure time */
+        double pure = 0.0;
+        ovl_t o;
+        for (int k = 0; k < j->iters; k++)
+            pure += t[k];
+        pure /= j->iters;
+        rc = timed_overlap(&p, compute_target(j, pure), &o, &what);
+        if (agree_on_error(rc, what, res))
+            goto out;
+        overlap_stats(j, pure, &o, res);
+        if (j->hide && hide_sweep(&p, pure, res, &what))
+            goto out;
+    }
     if (validate) {
         rc = is_p2p(j->coll) ? validate_p2p(&p, corrupt, &v) : validate_coll(&p, corrupt, &v);
         if (agree_on_error(rc, "validation", res))
@@ -1205,6 +1733,7 @@ static void measure(const job_t *j, MPI_Comm comm, int validate, int corrupt, re
 out:
     if (res->status != ST_OK) {
         res->avg = res->min = res->max = res->median = res->bw = NAN;
+        nbres_clear(&res->nb);
         free(res->samples);
         res->samples = NULL;
     }
@@ -1214,6 +1743,33 @@ out:
 
 /* ------------------------------------------------------------------- output */
 
+/* The non-blocking keys, after samples_us (blocking points keep their exact key list). */
+static void write_nb_fields(strbuf_t *sb, const job_t *j, const nbres_t *r)
+{
+    static const char *const KEYS[15] = {
+        "overall_us", "compute_us", "init_us", "test_us", "wait_us", "pure_us",
+        "min_comm_us", "max_comm_us", "overlap_pct", "overlap_imb_pct", "overlap_raw_pct",
+        "slowdown_us", "max_hidden_us", "max_hidden_pct", "hide_bound_us"
+    };
+    const double v[15] = {
+        r->overall, r->compute, r->init, r->test, r->wait, r->pure, r->min_comm, r->max_comm,
+        r->overlap, r->overlap_imb, r->overlap_raw, r->slowdown, r->max_hidden,
+        r->max_hidden_pct, r->hide_bound
+    };
+    sb_printf(sb, ", \"test_calls\": %d, \"compute\": ", j->tests);
+    if (j->ckind == CMP_US)
+        sb_printf(sb, "\"%.9gus\"", j->cval);
+    else if (j->ckind == CMP_FACTOR)
+        sb_printf(sb, "\"%.9gx\"", j->cval);
+    else
+        sb_printf(sb, "\"auto\"");
+    sb_printf(sb, ", \"hide_steps\": %d", j->hide);
+    for (int k = 0; k < 15; k++) {
+        sb_printf(sb, ", \"%s\": ", KEYS[k]);
+        sb_number(sb, v[k]);
+    }
+}
+
 static void write_result(FILE *out, const job_t *j, const result_t *r, int with_samples)
 {
     static const char *const ST[] = {"ok", "invalid", "failed"};
@@ -1221,7 +1777,7 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
     sb_printf(&sb, "{\"collective\": \"%s\", \"algorithm_id\": %d, \"segsize\": %lld, "
                    "\"fanout\": %d, \"nprocs\": %d, \"size_bytes\": %lld, "
                    "\"iterations\": %d, \"warmup\": %d, \"avg_us\": ",
-              COLL_NAMES[j->coll], j->alg, j->segsize, j->fanout, g_nprocs, j->size, j->iters,
+              coll_name(j), j->alg, j->segsize, j->fanout, g_nprocs, j->size, j->iters,
               j->warmup);
     sb_number(&sb, r->avg);
     sb_printf(&sb, ", \"min_us\": ");
@@ -1249,6 +1805,8 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
     } else {
         sb_printf(&sb, "null");
     }
+    if (j->nb)
+        write_nb_fields(&sb, j, &r->nb);
     sb_printf(&sb, "}\n");
     /* One write per line, then to disk: a killed launch leaves whole lines behind. */
     if (fwrite(sb.p, 1, sb.len, out) != sb.len || fflush(out) != 0)
@@ -1279,6 +1837,17 @@ static int fail_setup(const char *msg)
     return 2;
 }
 
+/* A non-blocking collective this SMPI cannot run (always 0 with a real MPI). */
+static int smpi_unsupported(const job_t *j)
+{
+#ifdef COLLBENCH_SMPI_COMPAT_H
+    return j->nb && SMPI_NB_UNSUPPORTED[j->coll];
+#else
+    (void)j;
+    return 0;
+#endif
+}
+
 static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
 {
     MPI_Comm comm = o->mpit ? MPI_COMM_NULL : new_measure_comm();
@@ -1290,9 +1859,12 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
         result_t res;
         memset(&res, 0, sizeof res);
         res.avg = res.min = res.max = res.median = res.bw = NAN;
+        nbres_clear(&res.nb);
         debug_hook(o, i);
         if (is_p2p(j->coll) && g_nprocs < 2)
             set_error(&res, ST_FAILED, "needs at least 2 ranks");
+        else if (smpi_unsupported(j))
+            set_error(&res, ST_FAILED, "%s is not supported by SMPI", coll_name(j));
         else if (!fits_int(j, g_nprocs))
             set_error(&res, ST_FAILED, "size_bytes * nprocs exceeds MPI's int counts");
         else if (o->mpit && mpit_configure(&st, j, &comm, res.error, sizeof res.error))
