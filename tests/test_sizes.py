@@ -20,7 +20,7 @@ from collbench.sizes import SizeExpr, format_size, parse_sizes
     ("4K:4K", [4096]),
     (65536, [65536]),
     (0, [0]),
-    ("1KiB", [1024]), ("1kb", [1024]), ("2g", [2 * 1024**3]), (" 8 M ", [8 * 1024**2]),
+    ("1KiB", [1024]), ("1kb", [1024]), ("1g", [1024**3]), (" 8 M ", [8 * 1024**2]),
     ([1, "4K", 65536], [1, 4096, 65536]),
     (["1:4", 2, "8"], [1, 2, 4, 8]),  # ranges inside lists, duplicates merged
     ([65536, 1], [1, 65536]),  # always ascending
@@ -53,14 +53,20 @@ def test_format_size(n: int, text: str) -> None:
     assert format_size(n) == text
 
 
-@given(st.integers(min_value=0, max_value=2**44))
+@given(st.integers(min_value=0, max_value=2**30))
 def test_format_then_parse_round_trips(n: int) -> None:
     assert parse_sizes(format_size(n), "x") == [n]
 
 
-@given(st.integers(min_value=0, max_value=34), st.integers(min_value=0, max_value=34))
+@given(st.integers(min_value=0, max_value=30), st.integers(min_value=0, max_value=30))
 def test_ranges_are_consecutive_powers_of_two(a: int, b: int) -> None:
     low, high = sorted((a, b))
     sizes = parse_sizes(f"{format_size(2**low)}:{format_size(2**high)}", "x")
     assert sizes == [2**k for k in range(low, high + 1)]
     assert all(y == 2 * x for x, y in itertools.pairwise(sizes))
+
+
+@pytest.mark.parametrize("expr", ["2G", 2**30 + 1, "1:2G", "99999999999999999999"])
+def test_sizes_above_1g_are_refused(expr: str | int) -> None:
+    with pytest.raises(UserError, match=r"x: .*(above 1G|not a size)"):
+        parse_sizes(expr, "x")

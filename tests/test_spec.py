@@ -205,5 +205,5 @@ def test_schema_describes_the_toml_shape() -> None:
     measure = schema["$defs"]["Measure"]["properties"]
     assert "validate" in measure and "check_results" not in measure
     # a bare value is accepted where a list is
-    assert {"type": "integer", "minimum": 1} in measure["nprocs"]["anyOf"]
+    assert {"type": "integer", "minimum": 1, "maximum": 2**20} in measure["nprocs"]["anyOf"]
     assert schema["$defs"]["Measure"]["additionalProperties"] is False

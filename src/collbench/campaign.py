@@ -114,16 +114,37 @@ def _backend(source: SpecSource, mpi: MpiInstall, request: Request, store: Store
                   f"{source.origin}: run.backend")
 
 
-def _plan(source: SpecSource, mpi: MpiInstall, backend: Backend) -> Plan:
+def _plan(source: SpecSource, mpi: MpiInstall, backend: Backend, check: bool = True) -> Plan:
     planning = backend.planning(load_catalog(mpi))
     plan = make_plan(source.spec, planning.catalog, source=source.origin, cores=planning.cores)
+    if check:
+        check_placements(plan, backend, source.origin)
     return replace(plan, backend=backend.name)
 
 
-def prepare(source: SpecSource, mpi: MpiInstall, request: Request) -> Prepared:
-    """Plan a campaign for its backend without touching the folder (`plan`, dry runs)."""
+def check_placements(plan: Plan, backend: Backend, origin: str) -> None:
+    """Ask the backend about each distinct placement before anything runs: mpirun refuses
+    some (Open MPI 5: `--map-by core --bind-to socket`), and a campaign must not learn it
+    one failed launch at a time."""
+    seen: set[tuple[object, ...]] = set()
+    for la in plan.launches:
+        key = (la.nprocs, la.mapping, la.binding, la.oversubscribe)
+        if key in seen:
+            continue
+        seen.add(key)
+        problem = backend.placement_problem(la)
+        if problem:
+            raise UserError(f"{origin}: measure.map_by/bind_to: the launcher refuses -np "
+                            f"{la.nprocs} --map-by {la.mapping} --bind-to {la.binding}; "
+                            f"{problem}")
+
+
+def prepare(source: SpecSource, mpi: MpiInstall, request: Request,
+            check_placement: bool = True) -> Prepared:
+    """Plan a campaign for its backend without touching the folder (`plan`, dry runs).
+    `check_placement=False`: the caller asks the backend about placements itself."""
     backend = _backend(source, mpi, request, Store(request.output))
-    return Prepared(source, mpi, backend, _plan(source, mpi, backend))
+    return Prepared(source, mpi, backend, _plan(source, mpi, backend, check_placement))
 
 
 def _same_spec(store: Store, source: SpecSource) -> None:
@@ -193,6 +214,16 @@ def open_campaign(source: SpecSource, mpi: MpiInstall, request: Request,
     launches. `kind` is the kind of backend the caller needs (e.g. a batch backend that
     writes scripts); another kind is refused before anything is written."""
     store = Store(request.output)
+    store.lock()  # one writer per folder: a second run, study or ingest gets a clear error
+    try:
+        return _open(store, source, mpi, request, plan, say, kind)
+    except BaseException:
+        store.abandon()  # a folder this call made and filled with nothing goes again
+        raise
+
+
+def _open(store: Store, source: SpecSource, mpi: MpiInstall, request: Request,
+          plan: Plan | None, say: Callable[[str], None], kind: type[Backend]) -> Campaign[Any]:
     resuming = store.exists()
     stored_backend = None
     if resuming:

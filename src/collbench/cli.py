@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from collbench.commands import (
     algorithms,
     compare,
     ingest,
+    model,
     mpi,
     platform,
     query,
@@ -28,11 +30,18 @@ from collbench.version import __version__
 
 # In the order `collbench --help` lists them.
 COMMANDS = (mpi, algorithms, run, show, query, compare, ingest, report, study, tune, rules,
-            slurm, platform, schema)
+            slurm, platform, schema, model)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (and exit status 2) like every error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"collbench: error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="collbench", description=__doc__)
+    p = _Parser(prog="collbench", description=__doc__)
     p.add_argument("--version", action="version", version=f"collbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
@@ -47,11 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"collbench: error: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:  # `collbench show ... | head`
+        return 0
+    except OSError as e:  # a full disk, a read-only folder: what finished stays stored
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"collbench: error: {where}{e.strerror or e}; nothing finished was lost: "
+              "remove the cause and run the same command again (with --resume for a run)",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("collbench: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

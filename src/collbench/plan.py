@@ -27,7 +27,7 @@ from typing import Any, Final
 from collbench.catalog.algorithms import DEFAULT, Algorithm, Catalog
 from collbench.catalog.collectives import COLLECTIVES, OSU_BW_WINDOW, Kind, RulesBytes, osu_defaults
 from collbench.errors import UserError, did_you_mean
-from collbench.sizes import format_size
+from collbench.sizes import format_size, parse_size
 from collbench.spec import AlgorithmChoice, Spec
 
 PLAN_FORMAT: Final = 1
@@ -385,6 +385,17 @@ class _Expander:
                     out.append(_Block(coll, v, points))
         return out
 
+    def _forced_by_user(self, block: _Block, mca: Mapping[str, str]) -> _Block:
+        """A default block that the user's [mca] settings force: recorded as the algorithm
+        that runs, never as "default"."""
+        forced = _user_forced(block.collective, mca, self.catalog, self.source)
+        if forced is None:
+            return block
+        alg, segsize, fanout = forced
+        points = tuple(replace(p, algorithm=alg.name, algorithm_id=alg.id, segsize=segsize,
+                               fanout=fanout) for p in block.points)
+        return _Block(block.collective, _Variant(alg, segsize, fanout), points)
+
     def launches(self, dims: dict[str, Any], repetition: int) -> list[Launch]:
         swept = {k: v for k, v in dims.items() if k in self.spec.mca.sweep}
         blocks = self.blocks({**dims, "repetition": repetition})
@@ -402,6 +413,10 @@ class _Expander:
         spec, nprocs = self.spec, dims["nprocs"]
         mca, env = _forcing(selection, blocks[0], self.catalog, self.source)
         mca = _merge_mca(spec, swept, mca, self.source)
+        if selection == NONE:
+            blocks = [self._forced_by_user(b, mca) for b in blocks]
+            if not all(b.is_default for b in blocks):
+                selection = LAUNCH  # the user's own --mca settings force it
         oversubscribe = (nprocs > self.cores if spec.run.oversubscribe == "auto"
                          else bool(spec.run.oversubscribe))
         return Launch(
@@ -411,6 +426,32 @@ class _Expander:
             selection=selection, points=tuple(p for b in blocks for p in b.points),
             timeout_s=spec.run.timeout, validate=spec.measure.check_results,
             samples=spec.measure.samples)
+
+
+def _user_forced(coll: str, mca: Mapping[str, str], catalog: Catalog,
+                 source: str) -> tuple[Algorithm, int, int] | None:
+    """(algorithm, segsize, fanout) that the user's own MCA settings force on `coll` (Open
+    MPI obeys coll_tuned_<coll>_algorithm only with dynamic rules on), else None."""
+    prefix = f"coll_tuned_{coll}_algorithm"
+    value = mca.get(prefix)
+    if value is None or _truthy(mca.get("coll_tuned_use_dynamic_rules", "0")) != "1":
+        return None
+    ref: str | int = int(value) if value.strip().isdigit() else value
+    alg = catalog.resolve(coll, ref, f"{source}: mca: {prefix}")
+    if alg.name == DEFAULT:
+        return None
+
+    def number(key: str) -> int:
+        text = mca.get(key, "0").strip()
+        try:
+            return parse_size(text)
+        except ValueError:
+            raise UserError(f"{source}: mca: {key}: {text!r} is not a whole number of "
+                            "bytes (or a count)") from None
+
+    fanout = max(number(f"{prefix}_{k}") for k in ("tree_fanout", "chain_fanout",
+                                                    "knomial_radix"))
+    return alg, number(f"{prefix}_segmentsize"), fanout
 
 
 def _shuffle_blocks(launch: Launch, rng: random.Random) -> Launch:
@@ -430,6 +471,28 @@ def _with_id(index: int, launch: Launch) -> Launch:
     return replace(launch, launch_id=f"{index:04d}-{digest[:8]}")
 
 
+# A plan is expanded in memory and stored as JSON: refuse one too large before expanding.
+MAX_POINTS: Final = 2_000_000
+MAX_LAUNCHES: Final = 200_000
+
+
+def _check_size(spec: Spec, expander: _Expander, source: str) -> None:
+    dims = spec.launch_dimensions()
+    zipped = {name: group[0] for group in spec.zip for name in group}
+    combos = math.prod(len(dims[n]) for n in dims if zipped.get(n, n) == n)
+    per_combo = sum(len(expander.variants[c]) * len(expander.sizes[c])
+                    for c in spec.measure.collectives)
+    launches = combos * spec.run.repetitions * (1 + sum(
+        len(expander.variants[c]) for c in spec.measure.collectives))
+    points = combos * spec.run.repetitions * per_combo
+    if points > MAX_POINTS or launches > MAX_LAUNCHES:
+        raise UserError(
+            f"{source}: the plan would hold up to {points:,} points in {launches:,} launches; "
+            f"collbench plans at most {MAX_POINTS:,} points and {MAX_LAUNCHES:,} launches: "
+            "measure fewer sizes, algorithms, process counts, sweeps or repetitions per "
+            "campaign")
+
+
 def make_plan(spec: Spec, catalog: Catalog, source: str = "the spec",
               cores: int | None = None) -> Plan:
     """Every launch of the campaign, in run order; UserError naming the spec key at fault.
@@ -438,6 +501,7 @@ def make_plan(spec: Spec, catalog: Catalog, source: str = "the spec",
     or a fresh one recorded in Plan.seed; the same spec and seed give the same plan.
     """
     expander = _Expander(spec, catalog, source, cores or os.cpu_count() or 1)
+    _check_size(spec, expander, source)
     launches = [launch for repetition in range(spec.run.repetitions)
                 for dims in _combinations(spec)
                 for launch in expander.launches(dims, repetition)]

@@ -44,7 +44,7 @@ class Summary:
 
 
 class _Interrupt:
-    """SIGINT/SIGTERM set a flag; the running launch is killed and not stored."""
+    """SIGINT/SIGTERM/SIGHUP set a flag; the running launch is killed and not stored."""
 
     def __init__(self) -> None:
         self.flag = False
@@ -58,7 +58,9 @@ class _Interrupt:
 
 @contextmanager
 def _signals(intr: _Interrupt) -> Iterator[None]:
-    old = {s: signal.signal(s, intr.handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    # SIGHUP (the terminal went away) ends a run as SIGTERM does: cleanly, launch killed.
+    old = {s: signal.signal(s, intr.handler)
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
@@ -86,6 +88,17 @@ def launch_params(launch: Launch) -> str:
     mca = {k: v for k, v in launch.mca if not is_forcing_mca(k)}
     env = {k: v for k, v in launch.env if not is_forcing_env(k)}
     return json.dumps({"mca": mca, "env": env, "swept": dict(launch.swept)}, sort_keys=True)
+
+
+# Keys of a kernel output line that go into the row's metrics column: under SimGrid,
+# whose code ran ("port" or "smpi") and what a "default" point resolved to.
+KERNEL_METRICS = ("implementation", "resolved_algorithm", "resolved_algorithm_id")
+
+
+def kernel_metrics(got: dict[str, Any]) -> str | None:
+    """The metrics JSON of one kernel output line (None when it has none of the keys)."""
+    metrics = {k: got[k] for k in KERNEL_METRICS if k in got}
+    return json.dumps(metrics, sort_keys=True) if metrics else None
 
 
 def build_rows(
@@ -124,7 +137,7 @@ def build_rows(
             avg_us=got.get("avg_us"), min_us=got.get("min_us"), max_us=got.get("max_us"),
             median_us=got.get("median_us"), bandwidth_mbs=got.get("bandwidth_mbs"),
             validated=bool(got.get("validated", False)), status=got.get("status", "failed"),
-            error=got.get("error"),
+            error=got.get("error"), metrics=kernel_metrics(got),
         ))
     return rows
 
@@ -155,9 +168,13 @@ def run_campaign(
     """
     finished = store.finished()
     todo = [la for la in plan.launches if la.launch_id not in finished]
+    damaged = {lid: why for lid, why in store.last_damage.items()
+               if any(la.launch_id == lid for la in todo)}
     summary = Summary(launches=len(plan.launches), skipped=len(plan.launches) - len(todo))
     estimates = {la.launch_id: replace(plan, launches=(la,)).estimate_seconds() for la in todo}
     progress = Progress(len(todo), sum(estimates.values()), progress_stream)
+    for lid, why in sorted(damaged.items()):
+        progress.note(f"{lid}: its stored rows are damaged ({why}); measuring it again")
     intr = _Interrupt()
     if isinstance(backend, BatchBackend):
         if todo:

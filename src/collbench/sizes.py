@@ -18,6 +18,9 @@ _SIZE: Final = re.compile(r"(\d+)\s*([KMG]?)(?:I?B)?", re.IGNORECASE)
 SIZE_HELP: Final = "a byte count like 65536, '4K', '1M', a range 'MIN:MAX', or a list of them"
 
 SizeExpr = str | int | list[str | int]
+# The most bytes per rank collbench measures: counts stay in a C int even for the
+# collectives whose buffers are P times the size, and a plan stays in memory.
+MAX_SIZE: Final = 1024**3
 
 
 def parse_size(value: str | int) -> int:
@@ -25,13 +28,19 @@ def parse_size(value: str | int) -> int:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise ValueError(f"expected {SIZE_HELP}, got {value!r}")
     if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"size {value} is negative")
-        return value
+        return _bounded(value)
     m = _SIZE.fullmatch(value.strip())
-    if not m:
+    if not m or not m.group(1).isascii() or len(m.group(1)) > 12:
         raise ValueError(f"{value!r} is not a size; valid: {SIZE_HELP}")
-    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+    return _bounded(int(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def _bounded(size: int) -> int:
+    if size < 0:
+        raise ValueError(f"size {size} is negative")
+    if size > MAX_SIZE:
+        raise ValueError(f"size {size} is above 1G, the most collbench measures per rank")
+    return size
 
 
 def _expand_one(item: str | int) -> list[int]:

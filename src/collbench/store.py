@@ -14,15 +14,21 @@ Layout (format version records.FORMAT_VERSION):
 This module is the only one that knows these names; everything else asks it.
 
 Every file is written to a temporary name, fsynced and renamed, so a SIGKILL at any
-moment leaves either the whole launch or nothing of it.
+moment leaves either the whole launch or nothing of it. campaign.json is written last: a
+folder without it is an interrupted creation, which the same command completes. A process
+that writes a folder holds its lock (.collbench.lock, flock: released when the process
+dies, however it dies); readers never need it.
 """
 
 from __future__ import annotations
 
+import atexit
+import fcntl
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +39,9 @@ from collbench.records import COLUMNS, FORMAT_VERSION, SAMPLE_COLUMNS
 from collbench.version import __version__
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """`path` holds `data` whole, or keeps what it held: written aside, fsynced, renamed.
+    `mode` (e.g. 0o644 for files users share) replaces the private temporary file's."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -41,6 +49,8 @@ def atomic_write(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -63,6 +73,7 @@ def _duck_columns(columns: dict[str, str]) -> str:
 class Store:
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.last_damage: dict[str, str] = {}
 
     # --- creation and opening -------------------------------------------------------
     @property
@@ -72,9 +83,26 @@ class Store:
     def exists(self) -> bool:
         return self.meta_path.exists()
 
+    def lock(self) -> None:
+        """Hold this folder for writing until this process ends; a second writer gets a
+        one-line error naming the holder's PID."""
+        hold(self.root)
+
+    def abandon(self) -> None:
+        """Undo lock() on a folder that holds nothing else (a command failed early)."""
+        real = self.root.resolve()
+        if real not in _HELD or self.exists():
+            return
+        if set(os.listdir(self.root)) <= {LOCK_NAME}:
+            os.close(_HELD.pop(real))
+            (self.root / LOCK_NAME).unlink(missing_ok=True)
+            self.root.rmdir()
+
     def create(self, campaign: dict[str, Any], spec_text: str, plan: dict[str, Any],
                provenance: dict[str, Any]) -> None:
-        if self.root.exists() and any(self.root.iterdir()):
+        # What an interrupted creation leaves is overwritten; anything else is the user's.
+        if self.root.is_dir() and [n for n in os.listdir(self.root)
+                                   if not n.startswith(".") and n not in _CREATION_FILES]:
             raise UserError(
                 f"{self.root}: folder is not empty; use --resume to continue the campaign "
                 "stored there, or choose another -o folder"
@@ -170,18 +198,40 @@ class Store:
         return sorted(d.glob("*.parquet")) if d.is_dir() else []
 
     def finished(self) -> dict[str, str]:
-        """launch_id -> launch status, for every launch stored."""
+        """launch_id -> status of every launch stored whole: "ok", "partial" (the launch
+        ran but some of its points failed or were invalid), or the launch's own status.
+        A damaged rows file (empty, cut short, not JSON, another number of rows than the
+        plan has points) does not count: see damaged()."""
+        planned = self._planned_points()
         done: dict[str, str] = {}
-        if not self.launch_dir.is_dir():
-            return done
-        for rows in self.launch_dir.glob("*.jsonl"):
+        self.last_damage = {}
+        for rows in self.launch_files():
             lid = rows.stem
+            statuses, why = _row_statuses(rows, planned.get(lid))
+            if why:
+                self.last_damage[lid] = why
+                continue
             meta = self.launch_dir / f"{lid}.meta.json"
             try:
-                done[lid] = str(json.loads(meta.read_text()).get("status", "ok"))
-            except (OSError, ValueError):
-                done[lid] = "ok"
+                status = str(json.loads(meta.read_text()).get("status", "ok"))
+            except (OSError, ValueError, AttributeError):
+                status = "ok"
+            if status == "ok" and any(st != "ok" for st in statuses):
+                status = "partial"
+            done[lid] = status
         return done
+
+    def damaged(self) -> dict[str, str]:
+        """launch_id -> why its stored rows cannot be trusted (they are measured again)."""
+        self.finished()
+        return dict(self.last_damage)
+
+    def _planned_points(self) -> dict[str, int]:
+        try:
+            launches = self.plan().get("launches", [])
+            return {str(la["launch_id"]): len(la["points"]) for la in launches}
+        except (UserError, KeyError, TypeError):
+            return {}
 
     def forget(self, launch_ids: Iterable[str]) -> None:
         """Drop stored launches (to run them again, e.g. failed ones on --retry-failed)."""
@@ -208,11 +258,12 @@ class Store:
         tmp = final.with_name(f".{final.name}.tmp")
         con = duckdb.connect()
         try:
+            src = _glob_safe(jsonl.parent) / jsonl.name
             con.execute(
                 f"COPY (SELECT * FROM read_json(?, format='newline_delimited', "
                 f"columns={_duck_columns(SAMPLE_COLUMNS)})) TO '{sql_path(tmp)}' "
                 "(FORMAT parquet)",
-                [str(jsonl)],
+                [str(src)],  # a parameter: no quoting to get wrong
             )
         finally:
             con.close()
@@ -221,25 +272,32 @@ class Store:
         os.replace(tmp, final)
 
     # --- queries ----------------------------------------------------------------------
+    def check_files(self) -> None:
+        """UserError naming the first damaged rows file (readers say so, never crash)."""
+        self.finished()
+        for lid, why in sorted(self.last_damage.items()):
+            raise UserError(f"{self.launch_rows(lid)}: damaged ({why}); `collbench run SPEC "
+                            f"-o {self.root} --resume` measures that launch again")
+
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with views `measurements` and `samples` over the folder."""
         self.campaign()  # validates the folder
+        self.check_files()
         con = duckdb.connect()
-        rows = list(self.launch_dir.glob("*.jsonl")) if self.launch_dir.is_dir() else []
-        if rows:
+        root = _glob_safe(self.root)
+        if self.launch_files():
             con.execute(
                 "CREATE VIEW measurements AS SELECT * FROM read_json("
-                f"'{sql_path(self.launch_dir)}/*.jsonl', format='newline_delimited', "
+                f"'{_literal(root)}/launches/*.jsonl', format='newline_delimited', "
                 f"columns={_duck_columns(COLUMNS)})"
             )
         else:
             cols = ", ".join(f'"{k}" {v}' for k, v in COLUMNS.items())
             con.execute(f"CREATE TABLE measurements ({cols})")
-        sample_dir = self.root / "samples"
-        if sample_dir.is_dir() and any(sample_dir.glob("*.parquet")):
+        if self.sample_files():
             con.execute(
-                f"CREATE VIEW samples AS SELECT * FROM read_parquet('{sql_path(sample_dir)}"
-                "/*.parquet')"
+                f"CREATE VIEW samples AS SELECT * FROM read_parquet('{_literal(root)}"
+                "/samples/*.parquet')"
             )
         else:
             cols = ", ".join(f'"{k}" {v}' for k, v in SAMPLE_COLUMNS.items())
@@ -247,11 +305,114 @@ class Store:
         return con
 
 
+_CREATION_FILES = frozenset({"spec.toml", "plan.json", "provenance.json", "ompi_info.txt"})
+MAX_ROWS_FILE = 512 * 1024 * 1024  # a rows file larger than this was not written by us
+
+
+def _row_statuses(path: Path, planned: int | None) -> tuple[list[str], str]:
+    """(status of each row, "") for a sound rows file, else ([], why it is damaged)."""
+    try:
+        if path.stat().st_size > MAX_ROWS_FILE:
+            return [], "larger than any launch collbench writes"
+        data = path.read_bytes()
+    except OSError as e:
+        return [], f"unreadable: {e.strerror or e}"
+    if not data:
+        return [], "empty"
+    if not data.endswith(b"\n"):
+        return [], "cut short"
+    statuses = []
+    for n, line in enumerate(data.splitlines(), start=1):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            return [], f"line {n} is not JSON"
+        if not isinstance(row, dict) or set(row) != set(COLUMNS):
+            return [], f"line {n} is not a collbench row"
+        statuses.append(str(row.get("status")))
+    if planned is not None and len(statuses) != planned:
+        return [], f"{len(statuses)} rows, the plan has {planned} points"
+    return statuses, ""
+
+
+def _literal(path: Path) -> str:
+    """`path` inside an SQL string literal, as it is (not resolved: it may be an alias)."""
+    return str(path).replace("'", "''")
+
+
+_ALIASES: dict[Path, Path] = {}
+
+
+def _glob_safe(root: Path) -> Path:
+    """A path to `root` DuckDB's globbing reads literally: the folder itself, or a symlink
+    to it in a private temporary folder when its path holds glob characters."""
+    real = root.resolve()
+    if not any(c in str(real) for c in "*?[]{}"):
+        return real
+    if real not in _ALIASES:
+        tmp = Path(tempfile.mkdtemp(prefix="collbench-alias-"))
+        atexit.register(shutil.rmtree, tmp, True)  # removes the link, never its target
+        (tmp / "r").symlink_to(real, target_is_directory=True)
+        _ALIASES[real] = tmp / "r"
+    return _ALIASES[real]
+
+
+LOCK_NAME = ".collbench.lock"
+_HELD: dict[Path, int] = {}
+
+
+def hold(root: Path) -> None:
+    """Lock folder `root` for writing until this process ends (creating the folder)."""
+    if "\0" in str(root):
+        raise UserError(f"{root!r}: a path cannot hold a NUL byte; choose another -o folder")
+    real = root.resolve()
+    if real in _HELD:
+        return
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root}: is a file, not a results folder; choose another -o folder")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise UserError(f"{root}: cannot write here: {e.strerror or e}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise UserError(f"{root}: in use by another collbench (PID {holder}); wait for it to "
+                        "finish, or stop it") from None
+    _HELD[real] = fd  # kept open: the lock lasts as long as this process
+    try:  # the holder's PID, for the message another writer gets (a full disk may refuse)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass
+
+
 def open_results(path: str | Path) -> Store:
     """A results folder to read; UserError when `path` holds none."""
     store = Store(Path(path))
     store.campaign()  # validates the folder
     return store
+
+
+def publish(path: Path, write: Callable[[Path], None], mode: int = 0o644) -> None:
+    """Let `write` fill a private temporary file beside `path`, then rename it into place:
+    the user's file appears complete or not at all (exports, figures)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                    suffix=f".tmp{path.suffix}")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        with tmp.open("rb") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def sql_path(path: Path) -> str:

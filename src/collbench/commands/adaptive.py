@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from collbench.catalog.mpi import find_mpi
+from collbench.commands import options
 from collbench.errors import UserError
 from collbench.store import Store
 from collbench.tune.adaptive.engine import Config
@@ -33,14 +34,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="folder for what the adaptive run measures (default: OUTPUT.adaptive)")
     g.add_argument("--resume", action="store_true",
                    help="continue an interrupted live adaptive run stored there")
-    g.add_argument("--stride", type=int, default=2,
+    g.add_argument("--stride", type=options.count(1, 1024), default=2,
                    help="coarse size grid: every STRIDE-th size (default: %(default)s)")
-    g.add_argument("--min-reps", type=int, default=3,
+    g.add_argument("--min-reps", type=options.count(2, 100_000), default=3,
                    help="repetitions before an algorithm may be dropped (default: %(default)s)")
-    g.add_argument("--drop-alpha", type=float, default=0.2,
+    g.add_argument("--drop-alpha", type=options.fraction, default=0.2,
                    help="chance, over all looks, of dropping an algorithm that is not slower "
                         "than the leader (default: %(default)s)")
-    g.add_argument("--seed", type=int, default=0,
+    g.add_argument("--seed", type=options.count(0, options.MAX_COUNT), default=0,
                    help="replay: order in which stored repetitions are drawn")
     g.add_argument("--backend", help="live: override the spec's run.backend")
 

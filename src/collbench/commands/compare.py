@@ -8,6 +8,8 @@ from pathlib import Path
 
 from collbench.analyse.compare import STATS, compare
 from collbench.analyse.render import FORMATS, render, render_summary
+from collbench.commands import options
+from collbench.errors import UserError
 from collbench.store import Store
 
 
@@ -22,19 +24,34 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("--baseline", default="default",
                    help="algorithm label to compare against (default: %(default)s)")
     s.add_argument("--collective")
-    s.add_argument("--nprocs", type=int)
+    s.add_argument("--nprocs", type=options.count(1, options.MAX_NPROCS))
     s.add_argument("--stat", choices=tuple(STATS), default="avg",
                    help="column compared: avg_us (OSU's), median_us, min_us or max_us "
                         "(default: %(default)s)")
-    s.add_argument("--confidence", type=float, default=0.95,
+    s.add_argument("--confidence", type=options.fraction, default=0.95,
                    help="confidence level of intervals and tests (default: %(default)s)")
     s.add_argument("--format", choices=FORMATS, default="table")
     s.add_argument("--summary", action="store_true",
                    help="only the recommended algorithm per size range of each block")
+    s.add_argument("--against", type=Path, metavar="B",
+                   help="another results folder (measured, ingested, simulated, predicted) "
+                        "or a .p2p.toml model: error of B against RESULTS per point and "
+                        "algorithm, same best algorithm per size, selection penalty, "
+                        "crossovers (docs/models.md)")
+    s.add_argument("--network", choices=("mpi", "smpi", "serial"), default="mpi",
+                   help="with --against FILE.p2p.toml: how messages share time, as `model "
+                        "predict --network` (default: %(default)s)")
+    s.add_argument("-o", "--output", type=Path, metavar="DIR",
+                   help="with --against: write overlay and residual figures (PNG) and the "
+                        "tables to DIR")
     s.set_defaults(func=cmd_compare)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.against is not None:
+        return _against(args)
+    if args.output is not None:
+        raise UserError("compare: -o DIR goes with --against B; valid: add --against")
     result = compare(Store(args.results), baseline=args.baseline, stat=args.stat,
                      collective=args.collective, nprocs=args.nprocs,
                      confidence=args.confidence)
@@ -47,4 +64,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"collbench: {result.notice}", file=sys.stderr)
         for w in result.warnings:
             print(f"collbench: warning: {w.where}: {w.problem}; {w.advice}", file=sys.stderr)
+    return 0
+
+
+def _against(args: argparse.Namespace) -> int:
+    from collbench.analyse.against import against, predicted_points, read_points, render
+
+    if args.stat not in ("avg", "median", "min", "max"):
+        raise UserError(f"--stat {args.stat}: not valid with --against; valid: avg, median, "
+                        "min, max")
+    a = Store(args.results)
+    a_points = read_points(a, args.stat, args.collective, args.nprocs)
+    notes: list[str] = []
+    if args.against.is_file():
+        from collbench.models.p2pfile import read_p2p
+
+        model = read_p2p(args.against, required_levels=())
+        from collbench.analyse.modeldata import network
+
+        b_points, notes = predicted_points(a, model, args.stat, args.collective, args.nprocs,
+                                           network(args.network))
+    else:
+        b_points = read_points(Store(args.against), args.stat, args.collective, args.nprocs)
+    result = against(a_points, b_points, str(args.results), str(args.against), args.stat,
+                     notes)
+    sys.stdout.write(render(result, args.format))
+    if args.output is not None:
+        from collbench.report.models import write_against
+
+        written = write_against(result, args.output)
+        pngs = sum(1 for p in written if p.suffix == ".png")
+        print(f"wrote {args.output}: {pngs} figures (overlay and residuals per context), "
+              "points.csv, against.md, against.json",
+              file=sys.stderr if args.format in ("csv", "json") else sys.stdout)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from collbench.commands import options
 from collbench.errors import UserError
 from collbench.ingest import FORMATS, IngestOptions, ingest_files
 
@@ -45,13 +46,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=cmd_ingest)
 
 
-def _int(flag: str, value: str | None) -> int | None:
+def _int(flag: str, value: str | None, high: int = options.MAX_NPROCS) -> int | None:
     if value is None:
         return None
     try:
-        return int(value)
-    except ValueError:
-        raise UserError(f"{flag}: {value!r} is not valid; expected a whole number") from None
+        return options.count(0, high)(value)
+    except argparse.ArgumentTypeError as e:
+        raise UserError(f"{flag}: {e}") from None
 
 
 def _mca(items: list[str]) -> tuple[tuple[str, str], ...]:

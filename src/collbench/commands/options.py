@@ -5,7 +5,7 @@ value into what the library takes."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,3 +52,44 @@ def debug(args: argparse.Namespace) -> tuple[str, ...]:
 
 def add_kernel_debug(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel-debug", help=argparse.SUPPRESS)  # test switch: "--debug hang"
+
+
+def count(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high] (bounded before anything uses it)."""
+    def parse(text: str) -> int:
+        t = text.strip()
+        if not t.lstrip("+-").isascii() or not t.lstrip("+-").isdigit() or len(t) > 20:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        value = int(t)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range; valid: {low} to {high}")
+        return value
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite duration in seconds, above 0 and at most a week."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_SECONDS:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range; valid: more than 0, at "
+                                         f"most {MAX_SECONDS:g} (a week)")
+    return value
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1 (confidence levels)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range; valid: between 0 and 1")
+    return value
+
+
+MAX_SECONDS = 7 * 24 * 3600.0
+MAX_COUNT = 2**31 - 1
+MAX_NPROCS = 2**20

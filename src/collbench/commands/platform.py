@@ -12,6 +12,7 @@ from typing import Any
 from collbench.commands import options
 from collbench.errors import UserError, choice_error
 from collbench.platforms.model import TOPOLOGIES, builtin_names, load_cluster
+from collbench.store import atomic_write
 from collbench.tables import render
 
 FORMATS = ("table", "csv", "json")
@@ -54,7 +55,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     text = new_template(Shape(name, args.nodes, args.sockets, args.cores, args.topology,
                               args.nodes_per_leaf))
     cluster = parse_cluster(text, str(args.file))  # the template must load as written
-    args.file.write_text(text)
+    atomic_write(args.file, text.encode(), mode=0o644)
     print(f"wrote {args.file}: {cluster.summary()}; edit the per-level numbers, or fill them "
           f"with `collbench platform calibrate RESULTS -o {args.file} --from {args.file}`")
     return 0
@@ -73,7 +74,7 @@ def cmd_xml(args: argparse.Namespace) -> int:
     cluster, _, _ = load_cluster(args.platform)
     xml = platform_xml(cluster)
     if args.out:
-        args.out.write_text(xml)
+        atomic_write(args.out, xml.encode(), mode=0o644)
         print(f"wrote {args.out}: {cluster.summary()}")
     else:
         sys.stdout.write(xml)
@@ -89,7 +90,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     if args.out.exists() and not args.force and args.out != args.base:
         raise UserError(f"{args.out}: already exists; add --force to overwrite it")
-    measured, notes = read_pingpongs(args.results)
+    measured, notes = (_p2p_points(args.results) if args.results.is_file()
+                       else read_pingpongs(args.results))
     if args.base is None:
         name = args.name or args.out.stem
         base = parse_cluster(new_template(Shape(name)), "template")
@@ -112,7 +114,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     header = (f"# {result.cluster.name}: calibrated by `collbench platform calibrate` from "
               f"{args.results}\n# (Hockney fit per level + per-level size factors; the "
               "simulated ping-pong is checked\n# against the measured one: see [calibration]).")
-    args.out.write_text(cluster_toml(result.cluster, header))
+    atomic_write(args.out, cluster_toml(result.cluster, header).encode(), mode=0o644)
     rows = [{"level": lv, "size_bytes": s, "measured_us": round(t, 4),
              "simulated_us": round(result.simulated[lv][s], 4),
              "error_pct": round(result.errors_pct()[lv][s], 2)}
@@ -128,6 +130,23 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: simulated ping-pong within {result.max_error_pct():.2f} % of "
           "the measured one at every size")
     return 0
+
+
+P2P_LEVELS = {"core": "intra_socket", "socket": "inter_socket", "node": "inter_node"}
+
+
+def _p2p_points(path: Path) -> tuple[dict[str, dict[int, float]], list[str]]:
+    """Per-level one-way latencies from a .p2p.toml model, at 0 B and 1 B to 4 MiB (powers
+    of 2), as if measured: the calibration then fits and checks them as usual."""
+    from collbench.models.p2pfile import read_p2p
+
+    model = read_p2p(path, required_levels=("core",))
+    sizes = [0] + [1 << k for k in range(23)]
+    measured = {P2P_LEVELS[lv]: {m: lm.time_us(m) for m in sizes}
+                for lv, lm in model.levels.items()}
+    notes = [f"per-level numbers from the model {path} (levels "
+             f"{', '.join(sorted(model.levels))}), evaluated at {len(sizes)} sizes"]
+    return measured, notes
 
 
 def add_parser(sub: options.Subparsers) -> None:
@@ -161,7 +180,8 @@ def add_parser(sub: options.Subparsers) -> None:
 
     s = psub.add_parser("calibrate", help="fill per-level latency/bandwidth from measured "
                                           "ping-pongs in a results folder")
-    s.add_argument("results", type=Path)
+    s.add_argument("results", type=Path, help="results folder with ping-pong rows, or a "
+                                              ".p2p.toml model (docs/models.md)")
     s.add_argument("-o", "--out", type=Path, required=True, help="cluster TOML to write")
     s.add_argument("--from", dest="base", type=_platform,
                    help="description giving nodes, sockets, cores and topology (built-in "
@@ -171,14 +191,7 @@ def add_parser(sub: options.Subparsers) -> None:
     s.set_defaults(func=cmd_calibrate)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
+_positive = options.count(1, 65_536)  # nodes, sockets, cores of a simulated cluster
 
 
 def _platform(text: str) -> Path | str:

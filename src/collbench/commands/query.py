@@ -9,7 +9,7 @@ import duckdb
 
 from collbench.commands import options
 from collbench.errors import UserError
-from collbench.store import Store, sql_path
+from collbench.store import Store, publish, sql_path
 from collbench.tables import render
 
 
@@ -45,6 +45,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UserError(f"{args.out}: extension {suffix!r} is not valid; valid: .csv, .parquet")
     con = Store(args.results).connect()
     kind = "parquet" if suffix == ".parquet" else "csv, HEADER"
-    con.execute(f"COPY (SELECT * FROM {args.table}) TO '{sql_path(args.out)}' (FORMAT {kind})")
+
+    def write(tmp: Path) -> None:
+        con.execute(f"COPY (SELECT * FROM {args.table}) TO '{sql_path(tmp)}' (FORMAT {kind})")
+
+    publish(args.out, write)
     print(f"wrote {args.out}")
     return 0

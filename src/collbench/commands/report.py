@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from collbench.analyse.compare import STATS
+from collbench.commands import options
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,11 +26,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="column compared: avg_us (OSU's), median_us, min_us or max_us "
                         "(default: %(default)s)")
     s.add_argument("--collective", help="only this collective")
-    s.add_argument("--confidence", type=float, default=0.95,
+    s.add_argument("--confidence", type=options.fraction, default=0.95,
                    help="confidence level of intervals and tests (default: %(default)s)")
     s.add_argument("--format", choices=("png", "svg", "both"), default="png",
                    help="figure files to write; the page embeds PNG when written, else SVG "
                         "(default: %(default)s)")
+    s.add_argument("--model", type=Path, metavar="P2P",
+                   help="add a models section: every point predicted from this .p2p.toml, "
+                        "overlays, residuals, error tables, p2p parameters, regressions in P")
+    s.add_argument("--against", type=Path, metavar="RESULTS",
+                   help="add a models section comparing with another results folder (e.g. "
+                        "`collbench model predict` output)")
     s.set_defaults(func=cmd_report)
 
 
@@ -39,7 +46,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     written = build_report(args.results, args.output, Options(
         baseline=args.baseline, stat=args.stat, collective=args.collective,
-        confidence=args.confidence, fmt=args.format))
+        confidence=args.confidence, fmt=args.format, model=args.model,
+        against=args.against))
     print(f"wrote {written.index} ({len(written.figures)} figure files, "
           f"{len(written.tables)} table files)")
     return 0

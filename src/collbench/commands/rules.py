@@ -39,11 +39,12 @@ def add_parser(sub: options.Subparsers) -> None:
     vf.add_argument("-n", "--nprocs", type=nprocs_list, required=True,
                     help="process count(s), e.g. 4 or 2,4")
     vf.add_argument("--method", choices=("auto", "trace", "timing"), default="auto")
-    vf.add_argument("--repetitions", type=int, default=5, help="timing method only")
+    vf.add_argument("--repetitions", type=options.count(1, 100_000), default=5,
+                    help="timing method only")
     vf.add_argument("--mca", type=_mca, action="append", default=[], metavar="NAME=VALUE",
                     help="extra MCA setting for the runs (repeatable)")
     vf.add_argument("--keep", type=Path, help="keep traces and logs in this folder")
-    vf.add_argument("--timeout", type=float, default=300, help="seconds per launch")
+    vf.add_argument("--timeout", type=options.seconds, default=300, help="seconds per launch")
     options.add_mpi(vf)
     vf.set_defaults(func=cmd_verify)
 

@@ -15,7 +15,7 @@ def add_parser(sub: options.Subparsers) -> None:
     s.add_argument("results", type=Path)
     s.add_argument("--collective")
     s.add_argument("--algorithm")
-    s.add_argument("--nprocs", type=int)
+    s.add_argument("--nprocs", type=options.count(1, options.MAX_NPROCS))
     s.add_argument("--best", action="store_true",
                    help="fastest algorithm per size and its ratio to the default")
     options.add_format(s)

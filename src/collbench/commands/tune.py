@@ -56,13 +56,15 @@ class _DefaultAction(_Base):
 
 
 def nprocs_list(value: str) -> list[int]:
+    one = options.count(1, options.MAX_NPROCS)
     try:
-        out = [int(x) for x in value.split(",") if x]
-    except ValueError:
+        out = [one(x) for x in value.split(",") if x]
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{value!r} is not valid; valid: a process count "
-                                         "or a comma-separated list, such as 2,4") from None
-    if not out or min(out) < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not valid; valid: counts >= 1")
+                                         f"(1 to {options.MAX_NPROCS}) or a comma-separated "
+                                         "list, such as 2,4") from None
+    if not out or len(out) > 64:
+        raise argparse.ArgumentTypeError(f"{value!r} is not valid; valid: 1 to 64 counts")
     return out
 
 
@@ -73,8 +75,9 @@ def add_parser(sub: options.Subparsers) -> None:
                     "`collbench tune RESULTS -o tuned.rules` (Open MPI dynamic rules) or "
                     "`--mpich -o tuned.json` (MPICH csel JSON); `collbench tune validate "
                     "FILE -n N` runs default against tuned, A/B. Method: docs/tuning.md.")
-    actions = t.add_subparsers(dest="tune_action", required=True, action=_DefaultAction,
+    actions = t.add_subparsers(dest="tune_action", required=False, action=_DefaultAction,
                                metavar="{RESULTS,validate}")
+    _add_model_options(t)  # `tune --model X.p2p.toml ...`: rules from predictions
 
     b = actions.add_parser(BUILD, help="(default) write a tuning file from a results folder",
                            description="Per collective and process count: thresholds where "
@@ -87,7 +90,7 @@ def add_parser(sub: options.Subparsers) -> None:
     b.add_argument("--no-significance", action="store_true",
                    help="take the fastest algorithm per size without testing it against the "
                         "default (needed with a single repetition; not recommended)")
-    b.add_argument("--confidence", type=float, default=0.95,
+    b.add_argument("--confidence", type=options.fraction, default=0.95,
                    help="confidence level of the tests (default: %(default)s)")
     b.add_argument("--min-gain", type=float, default=0.0, metavar="FRACTION",
                    help="switch only where at least this much faster, e.g. 0.05 "
@@ -115,19 +118,20 @@ def add_parser(sub: options.Subparsers) -> None:
     v.add_argument("rules", type=Path, help="rules file")
     v.add_argument("-n", "--nprocs", type=nprocs_list, required=True, help="process count(s), "
                    "e.g. 4 or 2,4")
-    v.add_argument("--repetitions", type=int, default=10,
+    v.add_argument("--repetitions", type=options.count(1, 100_000), default=10,
                    help="launches per arm (default: %(default)s)")
     v.add_argument("--sizes", default="1:1M",
                    help="bytes per rank: '1:1M', '4K', '1,64,8K' (default: %(default)s)")
     v.add_argument("--collective", action="append", default=[],
                    help="only this collective of the file (repeatable)")
-    v.add_argument("--iterations", type=int, default=0,
+    v.add_argument("--iterations", type=options.count(0, options.MAX_COUNT), default=0,
                    help="timed iterations per point (default: OSU's, 1000/100)")
     v.add_argument("-o", "--output", type=Path,
                    help="results folder (default: <rules file>.validate next to it; rerun "
                         "the same command to resume)")
-    v.add_argument("--seed", type=int, default=1, help="order of the arms (default: 1)")
-    v.add_argument("--timeout", type=float, default=600, help="seconds per launch")
+    v.add_argument("--seed", type=options.count(0, options.MAX_COUNT), default=1,
+                   help="order of the arms (default: 1)")
+    v.add_argument("--timeout", type=options.seconds, default=600, help="seconds per launch")
     options.add_mpi(v)
     v.set_defaults(func=cmd_validate)
 
@@ -139,6 +143,93 @@ def _write(path: Path, text: str) -> None:
         atomic_write(path, text.encode())
     except OSError as e:
         raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def _add_model_options(t: argparse.ArgumentParser) -> None:
+    g = t.add_argument_group("rules from a model (collbench tune --model X.p2p.toml --nprocs N "
+                             "-o FILE; docs/models.md)")
+    g.add_argument("--model", type=Path, metavar="P2P", help="a .p2p.toml point-to-point model")
+    g.add_argument("--nprocs", dest="model_nprocs", type=nprocs_list, metavar="N",
+                   help="process count(s) to write rules for, e.g. 48 or 24,48")
+    g.add_argument("--ppn", dest="model_ppn", type=options.count(1, options.MAX_NPROCS),
+                   metavar="N",
+                   help="ranks per node (default: all on one node)")
+    g.add_argument("--nodes", dest="model_nodes", type=options.count(1, options.MAX_NPROCS),
+                   metavar="N",
+                   help="nodes allocated (default: nprocs / ppn)")
+    g.add_argument("--map-by", dest="model_map_by", default="core", metavar="MAPPING",
+                   help="core, socket or node (default: %(default)s)")
+    g.add_argument("--sizes", dest="model_sizes", default="1:1M", metavar="SIZES",
+                   help="bytes per rank (default: %(default)s)")
+    g.add_argument("--collectives", dest="model_collectives", metavar="LIST",
+                   default="bcast,gather,scatter,reduce,allreduce,allgather,alltoall",
+                   help="comma list (default: %(default)s)")
+    g.add_argument("--sockets", dest="model_sockets", type=options.count(1, 1024), default=2,
+                   metavar="N",
+                   help="sockets per node (default: %(default)s)")
+    g.add_argument("--cores-per-socket", dest="model_cores", type=options.count(1, 1 << 20),
+                   metavar="N",
+                   help="cores per socket (default: as many as the ranks per node need)")
+    g.add_argument("--network", dest="model_network", choices=("mpi", "smpi", "serial"),
+                   default="mpi", help="how messages share time, as `model predict` "
+                                       "(default: %(default)s)")
+    g.add_argument("--against", dest="model_against", type=Path, metavar="RESULTS",
+                   help="measured folder: report the selection penalty of the model's choices "
+                        "where it has the same configurations")
+    g.add_argument("--keep-predictions", dest="model_keep", type=Path, metavar="DIR",
+                   help="keep the predicted results folder here (default: a temporary one)")
+    g.add_argument("-o", "--output", dest="model_output", type=Path, metavar="FILE",
+                   help="rules file to write")
+    g.add_argument("--rules-version", dest="model_rules_version", choices=("auto", "1", "2"),
+                   metavar="{auto,1,2}",
+                   default="2", help="rule-file-version-2 (default) or the classic format")
+    t.set_defaults(func=cmd_model)
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    """`tune --model`: rules for process counts and sizes from a p2p model's predictions."""
+    import tempfile
+
+    from collbench.analyse.modeldata import Shape
+    from collbench.models.p2pfile import read_p2p
+    from collbench.tune import writer
+    from collbench.tune.model import Request, predicted_selection
+
+    if args.model is None:
+        raise UserError("tune: give a results folder (collbench tune RESULTS -o FILE), "
+                        "`validate`, or --model X.p2p.toml --nprocs N -o FILE")
+    if args.model_nprocs is None or args.model_output is None:
+        raise UserError("tune --model: --nprocs and -o FILE are required; e.g. collbench tune "
+                        "--model x.p2p.toml --nprocs 48 --ppn 24 -o predicted.rules")
+    try:
+        sizes = tuple(sorted(set(expand_sizes([x.strip() for x in args.model_sizes.split(",")
+                                               if x.strip()]))))
+    except (ValueError, UserError) as e:
+        raise UserError(f"--sizes {args.model_sizes!r}: {e}") from None
+    req = Request(tuple(c.strip() for c in args.model_collectives.split(",") if c.strip()),
+                  tuple(args.model_nprocs), args.model_ppn, args.model_nodes,
+                  args.model_map_by, sizes, "all",
+                  Shape(args.model_sockets, args.model_cores), args.model_network)
+    model = read_p2p(args.model, required_levels=())
+    with tempfile.TemporaryDirectory(prefix="collbench-model-") as tmp:
+        folder = args.model_keep or Path(tmp) / "predicted"
+        selection, store = predicted_selection(model, req, folder, str(args.model))
+        version = writer.choose_version("5.0.7", args.model_rules_version)
+        written = writer.build(selection, version=version, source=str(args.model),
+                               path=args.model_output)
+        _write(args.model_output, written.text)
+        _summary(selection, written.notes)
+        print(f"wrote {args.model_output} ({'rule-file-version-2' if version else 'classic'}"
+              f", {len(written.rules.collectives)} collectives) from predictions; activate "
+              "it as `collbench tune` says, and check it with `collbench tune validate`")
+        if args.model_against is not None:
+            from collbench.analyse.against import against, read_points, summary_lines
+
+            measured = Store(args.model_against)
+            result = against(read_points(measured), read_points(store),
+                             str(args.model_against), "model")
+            print(f"against {args.model_against}: " + "; ".join(summary_lines(result)[1:]))
+    return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from collbench.errors import UserError, choice_error
 from collbench.ingest.common import KNOWN_NAMES, ParsedFile, ParsedRow
 from collbench.ingest.imb import is_banner, parse_imb
 from collbench.ingest.osu import TWO_PROCESS_TESTS, is_title, parse_columns, parse_osu
+from collbench.inputs import OUTPUT_LIMIT, read_bytes
 from collbench.records import make_row
 from collbench.store import Store
 from collbench.version import __version__
@@ -259,10 +260,7 @@ class _Source:
 
 
 def _read(path: Path, opts: IngestOptions) -> _Source:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
+    data = read_bytes(path, "benchmark output", OUTPUT_LIMIT)
     parsed = parse(data.decode("utf-8", errors="replace"), str(path), opts.format,
                    opts.collective)
     return _Source(path, data, parsed)
@@ -287,6 +285,7 @@ def _campaign(out: Path, opts: IngestOptions) -> str:
 
 def _open_store(out: Path, campaign: str, paths: list[Path]) -> Store:
     store = Store(out)
+    store.lock()
     if not store.exists():
         create_folder(store, {"name": campaign, "seed": 0, "backend": "ingest", "kind": "ingest"},
                       "# ingested results: no spec\n", {"launches": []}, _provenance(paths))

@@ -155,6 +155,7 @@ def parse_osu(text: str, name: str, collective: str | None = None) -> ParsedFile
     sec = _Section()
     version: str | None = None
     seen_title = False
+    first_seen: dict[tuple[str, str | None, int], int] = {}
     for n, line in lines.numbered:
         where = f"{name}:{n}"
         stripped = line.strip()
@@ -180,7 +181,17 @@ def parse_osu(text: str, name: str, collective: str | None = None) -> ParsedFile
             if sec.columns is None:
                 raise UserError(f"{where}: data line before the column header "
                                 "('# Size  Avg Latency(us) ...')")
-            rows.append(_row(stripped.split(), sec, where))
+            row = _row(stripped.split(), sec, where)
+            key = (row.collective, sec.datatype, row.size_bytes)  # -T char,int: tables per type
+            if key in first_seen:
+                # Two tables in one file (outputs concatenated, or a rerun appended) are two
+                # measurements, not repetitions: store them as two files, each one launch.
+                raise UserError(f"{where}: size {row.size_bytes} of {row.collective} again "
+                                f"(first at line {first_seen[key]}): one OSU run per file; "
+                                "split the file and ingest each part (as --repetition 0, 1, "
+                                "...)")
+            first_seen[key] = n
+            rows.append(row)
     if version:
         header["osu_version"] = version
     if not rows:

@@ -1,10 +1,12 @@
-"""Run one command in its own process group, with a timeout that kills the whole group."""
+"""Run one command in its own process group, with a timeout that kills the whole group, and
+a watchdog (launch/watchdog.py) that kills it if collbench itself dies."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -52,6 +54,26 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
         return
 
 
+def start_watchdog() -> subprocess.Popen[bytes]:
+    """The watchdog of the next launch (its own session: a kill of ours does not reach it)."""
+    return subprocess.Popen([sys.executable, "-m", "collbench.launch.watchdog"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop_watchdog(guard: subprocess.Popen[bytes]) -> None:
+    """The launch ended while collbench lived: the watchdog leaves quietly."""
+    try:
+        guard.stdin.write(b"done\n")  # type: ignore[union-attr]
+        guard.stdin.close()  # type: ignore[union-attr]
+    except OSError:
+        pass
+    try:
+        guard.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        guard.kill()
+
+
 def run_group(
     argv: list[str],
     env: Mapping[str, str],
@@ -64,10 +86,13 @@ def run_group(
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
     start = time.monotonic()
     with out_path.open("wb") as out, err_path.open("wb") as err:
+        guard = start_watchdog()
         proc = subprocess.Popen(
             argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=dict(env),
             start_new_session=True,
         )
+        guard.stdin.write(f"{proc.pid}\n".encode())  # type: ignore[union-attr]
+        guard.stdin.flush()  # type: ignore[union-attr]
         timed_out = was_interrupted = False
         try:
             while proc.poll() is None:
@@ -82,6 +107,7 @@ def run_group(
             was_interrupted = True
         if timed_out or was_interrupted:
             kill_group(proc)
+        stop_watchdog(guard)
     return Finished(
         returncode=proc.returncode,
         timed_out=timed_out,

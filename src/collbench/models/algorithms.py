@@ -32,11 +32,12 @@ from the algorithm and the constants from the measurements.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import numpy as np
 import statsmodels.api as sm
@@ -53,9 +54,25 @@ _N: Final = len(TERMS)
 _ZERO: Final = (0.0,) * _N
 Stat = Literal["avg", "max", "min"]
 
-__all__ = ["ALGORITHMS", "BASES", "TERMS", "CVResult", "CollectivePoint", "FittedAlgorithm",
-           "Params", "Prediction", "cross_validate", "detail", "fit_algorithm", "leave_one_out",
-           "model_errors", "predict", "simulate"]
+__all__ = [
+    "ALGORITHMS",
+    "BASES",
+    "SERIAL",
+    "TERMS",
+    "CVResult",
+    "CollectivePoint",
+    "FittedAlgorithm",
+    "Params",
+    "Prediction",
+    "Sends",
+    "cross_validate",
+    "detail",
+    "fit_algorithm",
+    "leave_one_out",
+    "model_errors",
+    "predict",
+    "simulate",
+]
 
 
 @dataclass(frozen=True)
@@ -101,8 +118,38 @@ def _vmax(a: _Val, b: _Val) -> _Val:
     return b if b[0] > a[0] else a
 
 
-def simulate(progs: Program, topology: Topology, model: P2PModel) -> Prediction:
-    """Cost a program on a topology with a p2p model (rules in the module docstring)."""
+class Sends(NamedTuple):
+    """How messages share time: simulate's overlap, rendezvous and matched."""
+
+    overlap: bool = False
+    rendezvous: int | None = None
+    matched: bool = False
+
+
+SERIAL: Final = Sends()
+EAGER_MATCHED: Final = -1  # message id of an eager message whose transfer waits for the match
+
+
+def simulate(progs: Program, topology: Topology, model: P2PModel,
+             overlap: bool = False, rendezvous: int | None = None,
+             matched: bool = False) -> Prediction:
+    """Cost a program on a topology with a p2p model (rules in the module docstring).
+
+    overlap=True: a message occupies its sender's and receiver's ports only for its
+    bandwidth part (b/β); its latency α overlaps with the next messages (LogGP's L, with
+    o = 0 and g = b·G), and a send completes for its sender once its bytes have left. This
+    is how SimGrid's SMPI (and eager sends in real MPIs) behave; the default serialises
+    whole transfers (γ_k = k).
+
+    rendezvous=B: messages of B bytes or more use a rendezvous protocol: the transfer starts
+    once the receiver has posted its receive (its step has started) and the sender is ready,
+    and the sender's step waits until it has arrived (SMPI: smpi/send-is-detached-thresh,
+    64 KiB; Open MPI's sm BTL: btl_sm_eager_limit, 4 KiB). None: every message is eager.
+
+    matched=True: eager messages too start their transfer only once the receive is posted
+    (SimGrid matches both sides before a communication starts); their sender does not
+    wait for them; the messages one step sends over one level share the sender's link
+    fairly, so they all end when the last would (SimGrid's max-min sharing, equal sizes)."""
     p = len(progs)
     if p != topology.nprocs:
         raise UserError(f"simulate: program has {p} ranks but the topology {topology.nprocs}; "
@@ -126,19 +173,50 @@ def simulate(progs: Program, topology: Topology, model: P2PModel) -> Prediction:
             cost_cache[key] = (a + bw, tuple(d))
         return cost_cache[key]
 
+    def split(c: float, d: tuple[float, ...]) -> tuple[tuple[float, tuple[float, ...]],
+                                                       tuple[float, tuple[float, ...]]]:
+        """(latency part, bandwidth part) of one transfer's cost and terms."""
+        da = tuple(v if i < 3 or i == 7 else 0.0 for i, v in enumerate(d))
+        db = tuple(v if 3 <= i < 6 or i == 8 else 0.0 for i, v in enumerate(d))
+        return (d[7], da), (d[8], db)
+
+    def shared(src: int, sends: Sequence[tuple[int, int]]) -> dict[str, _Val]:
+        """Bandwidth time per level of one step's sends when they share the sender's link
+        fairly (they all end when the last would): the sum of their bandwidth parts."""
+        out: dict[str, _Val] = {}
+        for dst, nbytes in sends:
+            _, (cb, db) = split(*cost(src, dst, nbytes))
+            out[topology.level(src, dst)] = _add(out.get(topology.level(src, dst),
+                                                         (0.0, _ZERO)), cb, db)
+        return out
+
     def reduce_terms(nbytes: int) -> tuple[float, tuple[float, ...]]:
         d = [0.0] * _N
         d[6] = float(nbytes)
         return gamma * nbytes, tuple(d)
 
-    chan: dict[tuple[int, int], list[tuple[_Val, int]]] = {}
+    # chan[(src, dst)]: messages in send order: (arrival, bytes, None) for an eager message;
+    # (time the sender is ready, bytes, id) for a rendezvous one, whose transfer starts once
+    # the receiver has posted its receive; ack[id] is then its arrival, which the sender
+    # waits for.
+    chan: dict[tuple[int, int], list[tuple[_Val, int, int | None, _Val | None]]] = {}
     used: dict[tuple[int, int], int] = {}
+    ack: dict[int, _Val] = {}
+    ids = itertools.count()
     pc = [0] * p
     end: list[_Val] = [(0.0, _ZERO)] * p
     posted = [False] * p
     sent: list[_Val] = [(0.0, _ZERO)] * p
+    waiting: list[list[int]] = [[] for _ in range(p)]  # rendezvous sends of the step
+    received: list[_Val | None] = [None] * p  # the step's receives, once done
     queue = deque(range(p))
     queued = [True] * p
+
+    def wake(rank: int) -> None:
+        if not queued[rank]:
+            queued[rank] = True
+            queue.append(rank)
+
     while queue:
         r = queue.popleft()
         queued[r] = False
@@ -148,46 +226,83 @@ def simulate(progs: Program, topology: Topology, model: P2PModel) -> Prediction:
             start = end[r]
             if not posted[r]:
                 cur = start
+                shares = shared(r, st.sends) if matched else {}
                 for dst, nbytes in st.sends:
+                    share = shares.get(topology.level(r, dst))
+                    if rendezvous is not None and nbytes >= rendezvous:
+                        mid = next(ids)
+                        waiting[r].append(mid)
+                        chan.setdefault((r, dst), []).append((cur, nbytes, mid, share))
+                        wake(dst)
+                        continue
                     c, d = cost(r, dst, nbytes)
-                    cur = _add(cur, c, d)
-                    chan.setdefault((r, dst), []).append((cur, nbytes))
-                    if not queued[dst]:
-                        queued[dst] = True
-                        queue.append(dst)
+                    if matched:  # the transfer starts when the receive is posted
+                        chan.setdefault((r, dst), []).append((cur, nbytes, EAGER_MATCHED,
+                                                              share))
+                    elif overlap:
+                        (ca, da), (cb, db) = split(c, d)
+                        cur = _add(cur, cb, db)
+                        chan.setdefault((r, dst), []).append((_add(cur, ca, da), nbytes, None,
+                                                              None))
+                    else:
+                        cur = _add(cur, c, d)
+                        chan.setdefault((r, dst), []).append((cur, nbytes, None, None))
+                    wake(dst)
                 sent[r] = cur
                 posted[r] = True
-            need: dict[int, int] = {}
-            for src, _red in st.recvs:
-                need[src] = need.get(src, 0) + 1
-            if any(len(chan.get((src, r), ())) - used.get((src, r), 0) < k
-                   for src, k in need.items()):
-                break  # wait for senders
-            arrivals: list[tuple[_Val, int, int, bool]] = []
-            taken: dict[int, int] = {}
-            for src, red in st.recvs:
-                k = used.get((src, r), 0) + taken.get(src, 0)
-                val, nbytes = chan[(src, r)][k]
-                taken[src] = taken.get(src, 0) + 1
-                arrivals.append((val, nbytes, src, red))
-            for src, k in taken.items():
-                used[(src, r)] = used.get((src, r), 0) + k
-            arrivals.sort(key=lambda a: a[0][0])
-            port = start
-            cpu = start
-            for val, nbytes, src, red in arrivals:
-                c, d = cost(src, r, nbytes)
-                port = _vmax(val, _add(port, c, d))
-                if red:
-                    rc, rd = reduce_terms(nbytes)
-                    cpu = _add(_vmax(cpu, port), rc, rd)
-            done = _vmax(_vmax(sent[r], port), cpu)
+            if received[r] is None:
+                need: dict[int, int] = {}
+                for src, _red in st.recvs:
+                    need[src] = need.get(src, 0) + 1
+                if any(len(chan.get((src, r), ())) - used.get((src, r), 0) < k
+                       for src, k in need.items()):
+                    break  # wait for senders
+                arrivals: list[tuple[_Val, int, int, bool]] = []
+                taken: dict[int, int] = {}
+                for src, red in st.recvs:
+                    k = used.get((src, r), 0) + taken.get(src, 0)
+                    val, nbytes, msg, share = chan[(src, r)][k]
+                    taken[src] = taken.get(src, 0) + 1
+                    if msg is not None:  # both sides ready, then the transfer
+                        c, d = cost(src, r, nbytes)
+                        if share is not None:  # the sender's link is shared by its flows
+                            (ca, da), _ = split(c, d)
+                            c, d = ca + share[0], tuple(x + y for x, y in zip(da, share[1],
+                                                                               strict=True))
+                        val = _add(_vmax(val, start), c, d)
+                        if msg != EAGER_MATCHED:
+                            ack[msg] = val
+                            wake(src)
+                    arrivals.append((val, nbytes, src, red))
+                for src, k in taken.items():
+                    used[(src, r)] = used.get((src, r), 0) + k
+                arrivals.sort(key=lambda a: a[0][0])
+                port = start
+                cpu = start
+                for val, nbytes, src, red in arrivals:
+                    c, d = cost(src, r, nbytes)
+                    if overlap:
+                        _, (c, d) = split(c, d)
+                    port = _vmax(val, _add(port, c, d))
+                    if red:
+                        rc, rd = reduce_terms(nbytes)
+                        cpu = _add(_vmax(cpu, port), rc, rd)
+                received[r] = _vmax(port, cpu)
+            if any(mid not in ack for mid in waiting[r]):
+                break  # a rendezvous send waits for its receiver
+            got = received[r]
+            assert got is not None
+            done = _vmax(sent[r], got)
+            for mid in waiting[r]:
+                done = _vmax(done, ack[mid])
             if st.compute:
                 rc, rd = reduce_terms(st.compute)
                 done = _add(done, rc, rd)
             end[r] = done
             pc[r] += 1
             posted[r] = False
+            received[r] = None
+            waiting[r] = []
     stuck = [r for r in range(p) if pc[r] < len(progs[r])]
     if stuck:
         raise RuntimeError(f"schedule deadlocks: ranks {stuck[:8]} wait forever")
@@ -210,22 +325,26 @@ def predict(p2p_model: P2PModel, topology: Topology, collective: str, algorithm:
             size: int, *, segsize: int = 0, fanout: int | None = None,
             radix: int | None = None, dtype_size: int = 1, root: int = 0,
             max_requests: int = 0, inner: dict[str, str] | None = None,
-            stat: Stat = "avg") -> float:
+            stat: Stat = "avg", overlap: bool = False,
+            rendezvous: int | None = None, matched: bool = False) -> float:
     """Predicted latency (µs) of `algorithm` for `collective` with `size` bytes per rank as
     OSU counts them; OSU's "Avg Latency" by default (stat="max" for the slowest rank)."""
     return detail(p2p_model, topology, collective, algorithm, size, segsize=segsize,
                   fanout=fanout, radix=radix, dtype_size=dtype_size, root=root,
-                  max_requests=max_requests, inner=inner).stat(stat)
+                  max_requests=max_requests, inner=inner, overlap=overlap,
+                  rendezvous=rendezvous, matched=matched).stat(stat)
 
 
 def detail(p2p_model: P2PModel, topology: Topology, collective: str, algorithm: str,
            size: int, *, segsize: int = 0, fanout: int | None = None,
            radix: int | None = None, dtype_size: int = 1, root: int = 0,
-           max_requests: int = 0, inner: dict[str, str] | None = None) -> Prediction:
+           max_requests: int = 0, inner: dict[str, str] | None = None,
+           overlap: bool = False, rendezvous: int | None = None,
+           matched: bool = False) -> Prediction:
     """The full Prediction behind `predict` (per-rank times and term counts)."""
     pr = _params(segsize, fanout, radix, dtype_size, root, max_requests, inner)
     progs = program(collective, algorithm, topology.nprocs, size, pr)
-    return simulate(progs, topology, p2p_model)
+    return simulate(progs, topology, p2p_model, overlap, rendezvous, matched)
 
 
 # ---------------------------------------------------------------------------------------
@@ -275,23 +394,25 @@ class FittedAlgorithm:
     ci: tuple[tuple[float, float], ...]
     points: int
     p2p_model: P2PModel
+    sends: Sends = SERIAL
 
     def predict(self, topology: Topology, size: int, segsize: int = 0) -> float:
         pred = detail(self.p2p_model, topology, self.collective, self.algorithm, size,
-                      segsize=segsize)
+                      segsize=segsize, **self.sends._asdict())
         names, x = _features(pred.stat_terms("avg"), self.basis)  # type: ignore[arg-type]
         col = dict(zip(names, x, strict=True))
         return float(sum(c * col[n] for n, c in zip(self.names, self.coefs, strict=True)))
 
 
-def _terms_of(point: CollectivePoint, model: P2PModel) -> tuple[float, ...]:
+def _terms_of(point: CollectivePoint, model: P2PModel,
+              sends: Sends = SERIAL) -> tuple[float, ...]:
     pred = detail(model, point.topology, point.collective, point.algorithm, point.size_bytes,
-                  segsize=point.segsize)
+                  segsize=point.segsize, **sends._asdict())
     return pred.stat_terms("avg")
 
 
 def fit_algorithm(points: Sequence[CollectivePoint], p2p_model: P2PModel,
-                  basis: Basis = "pooled") -> FittedAlgorithm:
+                  basis: Basis = "pooled", sends: Sends = SERIAL) -> FittedAlgorithm:
     """Fit one algorithm's coefficients to its measurements (WLS, weights 1/T²)."""
     if basis not in BASES:
         raise UserError(f"fit: basis {basis!r} is not valid; valid: {', '.join(BASES)}")
@@ -306,7 +427,7 @@ def fit_algorithm(points: Sequence[CollectivePoint], p2p_model: P2PModel,
         if not math.isfinite(p.latency_us) or p.latency_us <= 0:
             raise UserError(f"fit: {coll}/{alg} at {p.size_bytes} B: latency "
                             f"{p.latency_us!r} is not valid; valid: a finite time > 0 µs")
-    rows = [_features(_terms_of(p, p2p_model), basis) for p in points]
+    rows = [_features(_terms_of(p, p2p_model, sends), basis) for p in points]
     names = rows[0][0]
     x = np.array([r[1] for r in rows], dtype=float)
     keep = [j for j in range(x.shape[1]) if np.any(x[:, j] != 0)]
@@ -322,7 +443,7 @@ def fit_algorithm(points: Sequence[CollectivePoint], p2p_model: P2PModel,
     return FittedAlgorithm(coll, alg, basis, tuple(names[j] for j in keep),
                            tuple(float(c) for c in res.params),
                            tuple((float(lo), float(hi)) for lo, hi in ci), len(points),
-                           p2p_model)
+                           p2p_model, sends)
 
 
 @dataclass(frozen=True)
@@ -344,7 +465,7 @@ def _summary(preds: list[tuple[CollectivePoint, float, float]]) -> CVResult:
 
 def cross_validate(points: Sequence[CollectivePoint], p2p_model: P2PModel,
                    held_out: Callable[[CollectivePoint], bool],
-                   basis: Basis = "pooled") -> CVResult:
+                   basis: Basis = "pooled", sends: Sends = SERIAL) -> CVResult:
     """Fit on the points `held_out` rejects, predict the ones it accepts (per algorithm)."""
     preds: list[tuple[CollectivePoint, float, float]] = []
     groups: dict[tuple[str, str], list[CollectivePoint]] = {}
@@ -355,7 +476,7 @@ def cross_validate(points: Sequence[CollectivePoint], p2p_model: P2PModel,
         test = [p for p in group if held_out(p)]
         if not test:
             continue
-        fitted = fit_algorithm(train, p2p_model, basis)
+        fitted = fit_algorithm(train, p2p_model, basis, sends)
         for p in test:
             got = fitted.predict(p.topology, p.size_bytes, p.segsize)
             preds.append((p, got, abs(got - p.latency_us) / p.latency_us * 100.0))
@@ -364,7 +485,7 @@ def cross_validate(points: Sequence[CollectivePoint], p2p_model: P2PModel,
 
 def leave_one_out(points: Sequence[CollectivePoint], p2p_model: P2PModel,
                   by: Literal["size", "nprocs"] = "size",
-                  basis: Basis = "pooled") -> CVResult:
+                  basis: Basis = "pooled", sends: Sends = SERIAL) -> CVResult:
     """Leave one message size (or one process count) out at a time: fit on the others,
     predict it; every point is predicted once."""
     def key(p: CollectivePoint) -> int:
@@ -376,15 +497,16 @@ def leave_one_out(points: Sequence[CollectivePoint], p2p_model: P2PModel,
     preds: list[tuple[CollectivePoint, float, float]] = []
     for value in sorted({key(p) for p in points}):
         preds += list(cross_validate(points, p2p_model, holding_out(value),
-                                     basis).predictions)
+                                     basis, sends).predictions)
     return _summary(preds)
 
 
-def model_errors(points: Iterable[CollectivePoint], p2p_model: P2PModel) -> CVResult:
+def model_errors(points: Iterable[CollectivePoint], p2p_model: P2PModel,
+                 sends: Sends = SERIAL) -> CVResult:
     """How far the pure p2p-parameterised model (no fitting) is from the measurements."""
     preds = []
     for p in points:
         got = predict(p2p_model, p.topology, p.collective, p.algorithm, p.size_bytes,
-                      segsize=p.segsize)
+                      segsize=p.segsize, **sends._asdict())
         preds.append((p, got, abs(got - p.latency_us) / p.latency_us * 100.0))
     return _summary(preds)

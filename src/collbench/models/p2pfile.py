@@ -62,7 +62,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from collbench.errors import UserError
+from collbench.inputs import read_bytes
 from collbench.models.p2p import LEVELS, FitError, LevelModel, P2PModel, Regime
+from collbench.store import atomic_write
 
 FORMAT: Final = "collbench-p2p"
 VERSION: Final = 1
@@ -318,13 +320,7 @@ def parse_p2p(data: bytes, where: str = "<p2p>",
 def read_p2p(path: str | Path, required_levels: Iterable[str] = LEVELS) -> P2PModel:
     """Read a .p2p.toml file (see the module docstring for the format)."""
     p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise UserError(f"{p}: cannot read: {exc.strerror}; valid: a readable .p2p.toml "
-                        "file") from None
-    return parse_p2p(data, str(p), required_levels)
+    return parse_p2p(read_bytes(p, "p2p model", MAX_BYTES), str(p), required_levels)
 
 
 def _s(value: str) -> str:
@@ -413,5 +409,5 @@ def _finite_cis(r: Regime) -> Regime:
 
 
 def write_p2p(model: P2PModel, path: str | Path) -> None:
-    """Write `model` as a .p2p.toml file."""
-    Path(path).write_text(format_p2p(model), encoding="utf-8")
+    """Write `model` as a .p2p.toml file (complete or not at all)."""
+    atomic_write(Path(path), format_p2p(model).encode("utf-8"), mode=0o644)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -27,6 +26,7 @@ from pydantic import (
 )
 
 from collbench.errors import UserError, did_you_mean
+from collbench.inputs import load_toml, read_text
 from collbench.spec import format_validation_error
 from collbench.spec.fields import one_of as _one_of
 from collbench.spec.simgrid import cfg_problem
@@ -203,10 +203,7 @@ def builtin_names() -> list[str]:
 
 def parse_cluster(text: str, source: str) -> Cluster:
     """A validated Cluster from TOML text; UserError naming the file and key otherwise."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{source}: TOML syntax error: {e}") from None
+    data = load_toml(text, source)
     try:
         return Cluster.model_validate(data)
     except ValidationError as e:
@@ -234,8 +231,5 @@ def resolve(ref: str | Path) -> tuple[Path, bool]:
 def load_cluster(ref: str | Path) -> tuple[Cluster, str, Path]:
     """(cluster, its TOML text, where it came from) for a built-in name or a file."""
     path, _ = resolve(ref)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read the platform: {e}") from None
+    text = read_text(path, "platform")
     return parse_cluster(text, str(path)), text, path

@@ -13,6 +13,7 @@ from pathlib import Path
 from collbench.analyse.compare import METHOD
 from collbench.errors import UserError
 from collbench.report import data, figures, html, output, sections, summary, tables
+from collbench.report.models import section as model_section
 from collbench.store import Store, atomic_write
 
 
@@ -23,6 +24,8 @@ class Options:
     collective: str | None = None
     confidence: float = 0.95
     fmt: str = "png"  # png | svg | both
+    model: Path | None = None  # a .p2p.toml: the models section predicts every point
+    against: Path | None = None  # another folder: the models section compares with it
 
 
 @dataclass(frozen=True)
@@ -43,17 +46,18 @@ def build_report(results: Path, out: Path, opts: Options) -> Written:
         dest = output.Output(out, opts.fmt)
         parts = sections.collectives(d.comp, d.counts, d.tails, dest)
         files = dest.table("recommendations", *tables.recommendations(d.comp)) if d.comp else []
+        models = (model_section(results, dest, opts.model, opts.against, opts.stat)
+                  if opts.model is not None or opts.against is not None else None)
         written = figures.render_all(dest.jobs)
         index = out / "index.html"
-        atomic_write(index, html.page(_page(d, parts, files)).encode())
-        index.chmod(0o644)  # atomic_write's temporary file is private; a report is for sharing
+        atomic_write(index, html.page(_page(d, parts, files, models)).encode(), mode=0o644)
     except OSError as e:
         raise UserError(f"{out}: cannot write the report: {e}") from None
     return Written(index, tuple(written), tuple(dest.tables))
 
 
 def _page(d: data.ReportData, parts: Sequence[html.Collective],
-          files: Sequence[str]) -> html.Page:
+          files: Sequence[str], models: html.ModelSection | None = None) -> html.Page:
     prov = d.provenance
     return html.Page(
         title=f"collbench report: {d.campaign.get('name', d.results.name)}",
@@ -66,4 +70,4 @@ def _page(d: data.ReportData, parts: Sequence[html.Collective],
         environment=tuple((str(k), str(v)) for k, v in
                           sorted((prov.get("environment") or {}).items())),
         provenance_warnings=tuple(str(w) for w in prov.get("warnings") or []),
-        files=tuple(files))
+        files=tuple(files), models=models)

@@ -36,6 +36,7 @@ from matplotlib.ticker import (
 
 from collbench.analyse import PointStat, RatioStat
 from collbench.sizes import format_size
+from collbench.store import publish
 
 FORMATS: Final = {"png": ("png",), "svg": ("svg",), "both": ("png", "svg")}
 DPI: Final = 110
@@ -90,6 +91,12 @@ def render_all(jobs: Sequence[Job], workers: int | None = None) -> list[Path]:
             return [p for written in pool.map(render, jobs) for p in written]
 
 
+def _saver(fig: Figure, ext: str) -> Callable[[Path], None]:
+    def write(tmp: Path) -> None:
+        fig.savefig(tmp, format=ext, dpi=DPI, metadata={"Date": None} if ext == "svg" else {})
+    return write
+
+
 def save(fig: Figure, stem: Path, fmt: str) -> list[Path]:
     """Write `stem.png` and/or `stem.svg`; returns the paths written."""
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -98,8 +105,7 @@ def save(fig: Figure, stem: Path, fmt: str) -> list[Path]:
     with matplotlib.rc_context({"svg.hashsalt": "collbench"}):
         for path in paths(stem, fmt):
             ext = path.suffix[1:]
-            fig.savefig(path, format=ext, dpi=DPI,
-                        metadata={"Date": None} if ext == "svg" else {})
+            publish(path, _saver(fig, ext))
             out.append(path)
     return out
 

@@ -64,6 +64,17 @@ class WarningItem:
 
 
 @dataclass(frozen=True)
+class ModelSection:
+    """Measured against predicted (or another source): tables, overlays, residuals."""
+
+    title: str
+    tables: tuple[Table, ...]
+    figures: tuple[FigureRef, ...]
+    notes: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Page:
     title: str
     summary: tuple[tuple[str, str], ...]
@@ -75,6 +86,7 @@ class Page:
     environment: tuple[tuple[str, str], ...] = ()
     provenance_warnings: tuple[str, ...] = ()
     files: tuple[str, ...] = field(default_factory=tuple)  # summary tables
+    models: ModelSection | None = None
 
 
 CSS: Final = """
@@ -106,6 +118,8 @@ def page(p: Page) -> str:
     body += [_files(p.files), "</section>"]
     for i, c in enumerate(p.collectives):
         body.append(_collective(c, i))
+    if p.models is not None:
+        body.append(_models(p.models))
     body.append(_warnings(p.warnings))
     body.append(_provenance(p))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -118,6 +132,7 @@ def _nav(p: Page) -> str:
     items = ['<li><a href="#summary">Summary</a></li>']
     items += [f'<li><a href="#c{i}">{escape(c.name)}</a></li>'
               for i, c in enumerate(p.collectives)]
+    items += ['<li><a href="#models">Models</a></li>'] if p.models is not None else []
     items += ['<li><a href="#warnings">Stability warnings</a></li>',
               '<li><a href="#provenance">Provenance</a></li>']
     return f"<nav><ul>{''.join(items)}</ul></nav>"
@@ -138,6 +153,17 @@ def _collective(c: Collective, i: int) -> str:
     if c.figures:
         out.append(f"<h3>{escape(c.name)}: process counts</h3>")
         out += [figure(f) for f in c.figures]
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _models(m: ModelSection) -> str:
+    out = [f'<section id="models"><h2>{escape(m.title)}</h2>']
+    out += [f'<p class="note">{escape(n)}</p>' for n in m.notes]
+    for t in m.tables:
+        out.append(table(t))
+    out.append(_files(m.files))
+    out += [figure(f) for f in m.figures]
     out.append("</section>")
     return "\n".join(out)
 

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from collbench.errors import UserError
 from collbench.report import figures, html
+from collbench.store import atomic_write
 
 OUR_SUFFIXES: Final = (".png", ".svg", ".csv", ".md")
 
@@ -38,8 +39,7 @@ class Output:
         names = []
         for ext, text in ((".md", markdown), (".csv", csv)):
             path = self.root / "tables" / f"{stem}{ext}"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text.rstrip("\n") + "\n")
+            atomic_write(path, (text.rstrip("\n") + "\n").encode(), mode=0o644)
             self.tables.append(path)
             names.append(f"tables/{stem}{ext}")
         return names

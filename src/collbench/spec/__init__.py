@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -35,11 +33,14 @@ from pydantic_core import ErrorDetails, core_schema
 
 from collbench.catalog.collectives import COLLECTIVES, OSU_LARGE_THRESHOLD, POINT_TO_POINT
 from collbench.errors import UserError, did_you_mean
+from collbench.inputs import load_toml, read_text
 from collbench.sizes import expand_sizes, format_size
 from collbench.spec.fields import (
     ALL,
     BACKENDS,
     EXCLUDE_KEYS,
+    MAX_REPETITIONS,
+    MAX_TIMEOUT_S,
     ORDERS,
     SELECTIONS,
     BindTo,
@@ -48,6 +49,7 @@ from collbench.spec.fields import (
     McaName,
     McaValue,
     NonNegInt,
+    NProcs,
     PosInt,
     Size,
     _any,
@@ -221,7 +223,7 @@ class Measure(_Table):
                                                    "type": ["integer", "string"]}}]})] = Field(
         default_factory=lambda: expand_sizes("1:1M"),
         description="Bytes per rank (OSU's count): 65536, '4K', 'MIN:MAX' or a list.")
-    nprocs: Annotated[list[PosInt], _listify("a process count", int),
+    nprocs: Annotated[list[NProcs], _listify("a process count", int),
                       AfterValidator(_unique)] = Field(
         min_length=1, json_schema_extra=_or_single, description="Process counts (swept).")
     map_by: Annotated[list[MapBy], _listify("a mapping", str), AfterValidator(_unique)] = Field(
@@ -278,11 +280,14 @@ class Run(_Table):
 
     backend: Annotated[str, AfterValidator(backend_name), _enum(BACKENDS)] = Field(
         "local", description="Where launches run.")
-    repetitions: PosInt = Field(1, description="Separate launches of everything.")
-    timeout: float = Field(600.0, gt=0, description="Seconds allowed per launch.")
+    repetitions: Annotated[int, Field(ge=1, le=MAX_REPETITIONS)] = Field(
+        1, description="Separate launches of everything.")
+    timeout: float = Field(600.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False,
+                           description="Seconds allowed per launch (at most a week).")
     order: Annotated[str, AfterValidator(_one_of(ORDERS)), _enum(ORDERS)] = Field(
         "random", description="random: shuffle launches and blocks inside them (seeded).")
-    seed: NonNegInt | None = Field(None, description="Random seed; chosen and recorded "
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] | None = Field(
+        None, description="Random seed; chosen and recorded "
                                                      "in the plan when absent.")
     oversubscribe: Annotated[Literal["auto"] | bool, BeforeValidator(_auto)] = Field(
         "auto", description="auto: when nprocs exceeds the cores of this machine.")
@@ -459,20 +464,9 @@ def format_validation_error(error: ValidationError, source: str) -> str:
     return f"{source}: {path}: {problem}{more}" if path else f"{source}: {problem}{more}"
 
 
-def _toml_error(error: tomllib.TOMLDecodeError, source: str) -> str:
-    text = str(error)
-    if m := re.search(r"\s*\(at line (\d+), column (\d+)\)$", text):
-        return f"{source}:{m.group(1)}:{m.group(2)}: TOML syntax error: {text[:m.start()]}"
-    return f"{source}: TOML syntax error: {text}"
-
-
 def parse_spec(text: str, source: str) -> Spec:
     """A validated Spec from TOML text; `source` names the file in error messages."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(_toml_error(e, source)) from None
-    return spec_from_dict(data, source)
+    return spec_from_dict(load_toml(text, source), source)
 
 
 def spec_from_dict(data: dict[str, Any], source: str) -> Spec:
@@ -484,12 +478,7 @@ def spec_from_dict(data: dict[str, Any], source: str) -> Spec:
 
 
 def load_spec(path: Path) -> Spec:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise UserError(f"{path}: cannot read the spec: {reason}") from None
-    return parse_spec(text, str(path))
+    return parse_spec(read_text(path, "spec"), str(path))
 
 
 def spec_json_schema() -> dict[str, Any]:
@@ -501,6 +490,3 @@ def spec_json_schema() -> dict[str, Any]:
 def spec_json_schema_text() -> str:
     return json.dumps(spec_json_schema(), indent=2) + "\n"
 
-
-if __name__ == "__main__":  # python -m collbench.spec > docs/spec.schema.json
-    sys.stdout.write(spec_json_schema_text())

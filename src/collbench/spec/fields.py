@@ -113,6 +113,9 @@ def mca_value(value: Any) -> str:
     """An MCA value as it goes on the command line: true/false, 4096, 0.5, text."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str) and any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise _Problem(f"{value!r} contains a control character; an MCA value is one line "
+                       "of printable text")
     if isinstance(value, str | int | float):
         return str(value)
     raise _Problem(f"expected a string, number or true/false, got {value!r}")
@@ -149,8 +152,14 @@ def _auto(value: Any) -> Any:
 CollectiveName = Annotated[str, AfterValidator(_one_of(tuple(COLLECTIVES))), _enum(COLLECTIVES)]
 MapBy = Annotated[str, AfterValidator(_one_of(MAP_BY)), _enum(MAP_BY)]
 BindTo = Annotated[str, AfterValidator(_one_of(BIND_TO)), _enum(BIND_TO)]
-PosInt = Annotated[int, Field(ge=1)]
-NonNegInt = Annotated[int, Field(ge=0)]
+# Bounds: every count is stored as a 32-bit INTEGER and must be runnable.
+INT32_MAX: Final = 2**31 - 1
+MAX_NPROCS: Final = 2**20
+MAX_REPETITIONS: Final = 100_000
+MAX_TIMEOUT_S: Final = 7 * 24 * 3600.0
+PosInt = Annotated[int, Field(ge=1, le=INT32_MAX)]
+NonNegInt = Annotated[int, Field(ge=0, le=INT32_MAX)]
+NProcs = Annotated[int, Field(ge=1, le=MAX_NPROCS)]
 Size = Annotated[int, BeforeValidator(parse_size),
                  WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
                                            {"type": "string"}]})]

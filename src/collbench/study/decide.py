@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median
+from collbench.catalog.forcing import is_forcing_mca
 from collbench.store import Store
 from collbench.study.spec import Parameter
 
@@ -92,7 +93,10 @@ def fetch_rows(store: Store, column: str) -> list[dict[str, Any]]:
     return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
-def _key(row: dict[str, Any]) -> PointKey:
+def _key(row: dict[str, Any], param: Parameter) -> PointKey:
+    if is_forcing_mca(param.name):  # the setting itself changes what rows record as the
+        # algorithm, segment size or fanout: compare the settings point for point anyway
+        return (str(row["collective"]), int(row["nprocs"]), "", 0, 0, int(row["size_bytes"]))
     return (str(row["collective"]), int(row["nprocs"]), str(row["algorithm"]),
             int(row["segsize"] or 0), int(row["fanout"] or 0), int(row["size_bytes"]))
 
@@ -101,7 +105,7 @@ def complete_repetitions(rows: Sequence[dict[str, Any]], param: Parameter,
                          column: str) -> tuple[set[PointKey], Values]:
     """(every point of the stage, setting -> repetition -> point -> value) for repetitions
     in which every point was measured ok."""
-    points = {_key(r) for r in rows}
+    points = {_key(r, param) for r in rows}
     by: Values = {}
     bad: set[tuple[str, int]] = set()
     for r in rows:
@@ -112,7 +116,7 @@ def complete_repetitions(rows: Sequence[dict[str, Any]], param: Parameter,
         if r["status"] != "ok" or r[column] is None or float(r[column]) <= 0:
             bad.add((value, rep))
             continue
-        by.setdefault(value, {}).setdefault(rep, {})[_key(r)] = float(r[column])
+        by.setdefault(value, {}).setdefault(rep, {})[_key(r, param)] = float(r[column])
     complete = {v: {rep: vals for rep, vals in reps.items()
                     if (v, rep) not in bad and set(vals) == points}
                 for v, reps in by.items()}

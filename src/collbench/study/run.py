@@ -11,6 +11,7 @@ Layout of a study folder:
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import tomllib
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from typing import Any, Final, TextIO
 from collbench.campaign import Prepared, Request, SpecSource, open_campaign, prepare
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
-from collbench.store import Store, atomic_write
+from collbench.store import Store, atomic_write, hold
 from collbench.study import toml
 from collbench.study.decide import Decision, decide
 from collbench.study.mca import McaParam
@@ -76,7 +77,8 @@ def read_decisions(out: Path, params: tuple[Parameter, ...]) -> list[Decision]:
 
 def _open(study: Study, out: Path, params: tuple[Parameter, ...], mpi: MpiInstall,
           resume: bool) -> dict[str, Any]:
-    """study.json of a new or resumed study folder."""
+    """study.json of a new or resumed study folder (held by this process from now on)."""
+    hold(out)
     if (out / "study.json").exists():
         if not resume:
             raise UserError(f"{out}: already holds study {read_meta(out).get('name')!r}; add "
@@ -89,7 +91,8 @@ def _open(study: Study, out: Path, params: tuple[Parameter, ...], mpi: MpiInstal
             raise UserError(f"{out}: the parameters resolve differently against {mpi.version} "
                             "than when the study started; use another -o folder")
         return stored
-    if out.exists() and any(out.iterdir()):
+    # study.toml alone is what an interrupted creation leaves: it is written again.
+    if [n for n in os.listdir(out) if not n.startswith(".") and n != "study.toml"]:
         raise UserError(f"{out}: folder is not empty; choose another -o folder")
     seed = study.spec.run.seed if study.spec.run.seed is not None else secrets.randbits(31)
     meta = {"format": STUDY_FORMAT, "name": study.name, "source": study.source, "seed": seed,
@@ -113,7 +116,8 @@ def preflight(study: Study, params: tuple[Parameter, ...], mpi: MpiInstall, seed
         text = toml.dumps(stage_spec(study, params, i, kept, seed + i))
         where = f"{study.source} (stage {i + 1}, {p.name})"
         stages.append(prepare(SpecSource.from_text(text, where), mpi,
-                              Request(stage_dir(out, p, i), backend=backend)))
+                              Request(stage_dir(out, p, i), backend=backend),
+                              check_placement=False))  # check_placements names the parameter
     return stages
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import re
-import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -26,6 +25,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from collbench.analyse.compare import STATS
 from collbench.errors import UserError, did_you_mean
+from collbench.inputs import load_toml, read_text
 from collbench.spec import Spec, format_validation_error, spec_from_dict
 from collbench.spec.fields import BIND_TO, MAP_BY, mca_value
 from collbench.study.mca import McaParam, canonical, check_name, check_value
@@ -134,19 +134,11 @@ class Study:
 
 def load_study(path: Path) -> Study:
     """The study at `path`, structurally valid; UserError `<file>: <key>: <problem>`."""
-    source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read the study: {e}") from None
-    return parse_study(text, source)
+    return parse_study(read_text(path, "study"), str(path))
 
 
 def parse_study(text: str, source: str) -> Study:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{source}: TOML syntax error: {e}") from None
+    data = load_toml(text, source)
     if "study" not in data:
         raise UserError(f"{source}: study: required table is missing (a campaign spec? run it "
                         "with collbench run)")

@@ -15,6 +15,7 @@ from typing import Final
 
 from collbench.catalog.algorithms import Catalog
 from collbench.errors import UserError
+from collbench.inputs import read_bytes
 from collbench.tune.rules import COLLTYPES, CollRules, MsgRule, Problem, Reading, parse_rules
 
 # Version 2 headers (MAXREQ) are read from these releases on (open-mpi/ompi PR #12827).
@@ -52,10 +53,7 @@ def supports_header(version: str) -> bool:
 
 
 def read_file(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read the rules file: {e.strerror or e}") from None
+    return read_bytes(path, "rules file")
 
 
 def check(path: Path, catalog: Catalog) -> Report:

@@ -118,6 +118,10 @@ class Reading:
     unread: list[Token]  # numbers after the last entry the counts announce
 
 
+# ASCII digits only, as C's isdigit in the C locale: b'\xb2' is '²' to Python, not to fscanf.
+_DIGITS: Final = frozenset(b"0123456789")
+
+
 class _Stream:
     """Bytes read the way stdio's fscanf/fread read them in coll_tuned_dynamic_file.c."""
 
@@ -153,11 +157,11 @@ class _Stream:
             sign = -1 if self.peek() == ord("-") else 1
             self.pos += 1
         c = self.peek()
-        if c is None or not chr(c).isdigit():
+        if c is None or c not in _DIGITS:
             return None
         if decimal_only or c != ord("0"):
             start = self.pos
-            while (c := self.peek()) is not None and chr(c).isdigit():
+            while (c := self.peek()) is not None and c in _DIGITS:
                 self.pos += 1
             return _clamp(sign * int(self.data[start:self.pos]))
         self.pos += 1  # the leading 0: octal or hex follows
@@ -197,7 +201,7 @@ class _Stream:
         while self.peek() in (ord(" "), ord("\t")):
             self.pos += 1
         c = self.peek()
-        return c is not None and chr(c).isdigit()
+        return c is not None and c in _DIGITS
 
 
 def _clamp(v: int) -> int:

@@ -50,8 +50,9 @@ def test_planning_counts_the_allocation_slots_not_this_machine(
         return make_backend(backend, fake_mpi(), sp).planning(CATALOG).cores
 
     assert cores("local", spec()) == 4
-    assert cores("slurm", spec("tasks_per_node = 24")) == 48
-    assert cores("slurm", spec()) == 4  # 4 ranks over 2 nodes: 2 per node
+    pmix = 'srun_mpi = "pmix"\n'  # "auto" would ask srun, which is not running here
+    assert cores("slurm", spec(pmix + "tasks_per_node = 24")) == 48
+    assert cores("slurm", spec(pmix)) == 4  # 4 ranks over 2 nodes: 2 per node
     monkeypatch.delenv("SLURM_JOB_ID")
     assert cores("local", spec()) is None
     assert make_backend("local", fake_mpi()).nodes(launch()) == 1

@@ -84,6 +84,9 @@ class SlurmBackend(BatchBackend):
         self.last_error = ""
 
     def planning(self, base: Catalog) -> Planning:
+        # Asked now, before any folder is created: a campaign that cannot start (srun
+        # without the MPI's plugin, slurmctld down) fails before it leaves anything.
+        _ = self.plugin
         # The allocation to come decides oversubscription, not the login node.
         return Planning(base, self.shape.nodes * self.shape.tasks_per_node)
 

@@ -7,11 +7,13 @@ run Python, so it also works where collbench is not installed beside the MPI.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from collbench.errors import UserError
 from collbench.launch.slurm.commands import Shape
 from collbench.spec.slurm import SlurmConfig, format_time_limit
 from collbench.version import __version__
@@ -73,8 +75,33 @@ def sbatch_options(cfg: SlurmConfig, name: str, shape: Shape, time_s: int | None
     return opts + list(cfg.extra_sbatch)
 
 
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def script_safe(value: str, what: str) -> str:
+    """`value`, refused when it holds a control character: a newline would end an #SBATCH
+    comment line (or a command line) and run the rest as a command of its own."""
+    bad = next((c for c in value if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise UserError(f"{what} {value!r} contains the control character {bad!r}; nothing "
+                        "that can end a line may go into a batch script: rename it")
+    return value
+
+
 def render(options: list[str], launches: list[JobLaunch], job_env: dict[str, str],
            summary: str) -> str:
+    for opt in options:
+        script_safe(opt, "sbatch option")
+    script_safe(summary, "job summary")
+    for key, value in [*job_env.items(), *(kv for jl in launches for kv in jl.env.items())]:
+        if not _ENV_NAME.fullmatch(key):
+            raise UserError(f"environment variable name {key!r} is not valid in a batch "
+                            "script; valid: letters, digits and '_', not starting with a digit")
+        script_safe(value, f"environment variable {key}")
+    for jl in launches:
+        script_safe(str(jl.work), "results folder path")
+        for arg in jl.argv:
+            script_safe(arg, "command-line argument")
     lines = ["#!/bin/bash"]
     lines += [f"#SBATCH {shlex.quote(opt)}" for opt in options]
     lines += [

@@ -1,0 +1,461 @@
+"""`collbench model`: explain measurements with models, and predict what was not measured.
+
+    collbench model p2p RESULTS -o orfeo.p2p.toml      point-to-point fit from ping-pong rows
+    collbench model p2p --show orfeo.p2p.toml          parameters, CIs, regimes, fit error
+    collbench model predict orfeo.p2p.toml --collective bcast --algorithms all \\
+        --nprocs 48 --ppn 24 --map-by core --sizes 1:1M -o results/model48
+    collbench model fit RESULTS                        per-algorithm fitted models, CV error
+    collbench model scaling RESULTS --x nprocs --forms linear,quadratic,log,nlogn
+
+Method and file format: docs/models.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from collbench.commands import options
+from collbench.errors import UserError, choice_error
+from collbench.tables import render
+
+FORMATS: Final = ("table", "csv", "json")
+FORMS: Final = {"constant": "constant", "linear": "linear", "quadratic": "quadratic",
+                "log": "log", "nlogn": "plogp", "plogp": "plogp", "pmnf": "pmnf"}
+
+
+def add_parser(sub: options.Subparsers) -> None:
+    m = sub.add_parser("model", help="p2p fits, per-algorithm models, predictions, regressions",
+                       description="Explain measurements with models and predict what was "
+                                   "not measured (docs/models.md).")
+    msub = m.add_subparsers(dest="model_command", required=True)
+
+    s = msub.add_parser("p2p", help="fit Hockney parameters per level from ping-pong rows, "
+                                    "or --show a .p2p.toml file",
+                        description="Piecewise Hockney fit (latency + size/bandwidth per "
+                                    "protocol regime, regimes found from the data) per "
+                                    "placement level and per transport/MCA setting, from the "
+                                    "'latency' rows of a results folder (measured or "
+                                    "ingested with --mapping). A folder with several "
+                                    "settings gives one file per setting.")
+    s.add_argument("source", type=Path, help="results folder (or, with --show, a .p2p.toml)")
+    s.add_argument("-o", "--output", type=Path, help="the .p2p.toml file to write")
+    s.add_argument("--show", action="store_true", help="print a .p2p.toml file's model")
+    s.add_argument("--transport", help="fit only this transport/MCA setting (as listed)")
+    s.add_argument("--max-regimes", type=int, default=3, choices=(1, 2, 3),
+                   help="most protocol regimes per level (default: %(default)s)")
+    options.add_format(s, FORMATS)
+    s.set_defaults(func=cmd_p2p)
+
+    s = msub.add_parser("predict", help="a results folder of predicted latencies",
+                        description="Cost each algorithm's schedule (what Open MPI 5.0's "
+                                    "coll/tuned code sends) with the p2p model at each hop's "
+                                    "level. Rows are stored with source = model, so show, "
+                                    "compare, tune and report work on them; 'default' is "
+                                    "predicted as the algorithm Open MPI 5.0's fixed "
+                                    "decision rules pick.")
+    s.add_argument("p2p", type=Path, help=".p2p.toml file")
+    s.add_argument("--collective", required=True, help="one or a comma list, e.g. bcast,gather")
+    s.add_argument("--algorithms", default="all", help="'all' or a comma list "
+                                                       "(default: %(default)s)")
+    s.add_argument("--nprocs", type=_int_list, required=True, help="e.g. 48 or 2,4,8")
+    s.add_argument("--ppn", type=_positive, help="ranks per node (default: all on one node, "
+                                                 "or spread evenly over --nodes)")
+    s.add_argument("--nodes", type=_positive, help="nodes allocated (default: as many as "
+                   "nprocs / ppn needs); --map-by node spreads the ranks over all of them")
+    s.add_argument("--map-by", default="core", help="core, socket, node or a comma list "
+                                                    "(default: %(default)s)")
+    s.add_argument("--sizes", default="1:1M", help="bytes per rank: '1:1M', '4K', '1,64,8K' "
+                                                   "(default: %(default)s)")
+    _add_shape(s)
+    add_network(s)
+    s.add_argument("-o", "--output", type=Path, required=True, help="results folder to create")
+    s.set_defaults(func=cmd_predict)
+
+    s = msub.add_parser("fit", help="per-algorithm models fitted to collective measurements",
+                        description="Per (collective, algorithm): the schedule's latency and "
+                                    "byte counts along each rank's critical path, their "
+                                    "coefficients fitted to the measurements (weighted least "
+                                    "squares on relative error), with 95 %% intervals and "
+                                    "cross-validated error (leave one size / one process "
+                                    "count out).")
+    s.add_argument("results", type=Path)
+    s.add_argument("--p2p", type=Path, help=".p2p.toml giving each hop's cost (default: fitted "
+                                            "from the folder's ping-pongs if any, else unit "
+                                            "costs: only the structure counts)")
+    s.add_argument("--basis", default="pooled", help="pooled (α, β, γ per algorithm), "
+                                                     "per_level or scaled (default: "
+                                                     "%(default)s)")
+    s.add_argument("--collective", help="only this collective")
+    s.add_argument("--stat", choices=("avg", "median", "min", "max"), default="avg")
+    _add_shape(s)
+    add_network(s)
+    options.add_format(s, FORMATS)
+    s.set_defaults(func=cmd_fit)
+
+    s = msub.add_parser("scaling", help="regressions of latency in the process count or size",
+                        description="Per algorithm × placement × size (or × process count): "
+                                    "the forms asked for, fitted with statsmodels; adjusted "
+                                    "R², AIC(c), leave-one-out error; the best form named.")
+    s.add_argument("results", type=Path)
+    s.add_argument("--x", choices=("nprocs", "size"), default="nprocs",
+                   help="regress in the process count or the message size")
+    s.add_argument("--forms", default="linear,quadratic,log,nlogn",
+                   help=f"comma list of {', '.join(FORMS)} (default: %(default)s)")
+    s.add_argument("--collective", help="only this collective")
+    s.add_argument("--algorithm", help="only this algorithm label")
+    s.add_argument("--stat", choices=("avg", "median", "min", "max"), default="avg")
+    s.add_argument("--all-forms", action="store_true", help="one row per form, not only "
+                                                            "the best")
+    options.add_format(s, FORMATS)
+    s.set_defaults(func=cmd_scaling)
+
+
+def _add_shape(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sockets", type=_positive, help="sockets per node (default: the "
+                   "folder's machine or SimGrid platform; for predict 2)")
+    p.add_argument("--cores-per-socket", type=_positive, help="cores per socket (default: "
+                   "as many as the ranks per node need)")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid; valid: a whole number "
+                                         ">= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not valid; valid: a whole number >= 1")
+    return value
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid; valid: a count or a comma "
+                                         "list such as 2,4,8") from None
+    if not out or min(out) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not valid; valid: counts >= 2")
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip() for w in text.split(",") if w.strip()]
+
+
+# --- p2p ------------------------------------------------------------------------------------
+
+def cmd_p2p(args: argparse.Namespace) -> int:
+    from collbench.models.p2pfile import read_p2p, write_p2p
+
+    if args.show:
+        if args.output is not None:
+            raise UserError("--show prints a file; leave -o out")
+        model = read_p2p(args.source, required_levels=())
+        sys.stdout.write(show_p2p(model, str(args.source), args.format))
+        return 0
+    if args.output is None:
+        raise UserError("model p2p: -o FILE.p2p.toml is required to fit (or --show FILE)")
+    from collbench.analyse.modeldata import fit_p2p
+    from collbench.store import Store
+
+    models, notes = fit_p2p(Store(args.source), max_segments=args.max_regimes)
+    if args.transport is not None:
+        if args.transport not in models:
+            raise choice_error(str(args.source), "--transport", args.transport, models)
+        models = {args.transport: models[args.transport]}
+    outputs = _p2p_outputs(args.output, list(models))
+    for (transport, model), path in zip(models.items(), outputs, strict=True):
+        try:
+            write_p2p(model, path)
+        except OSError as e:
+            raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
+        sys.stdout.write(show_p2p(model, str(path), args.format))
+        print(f"wrote {path} (transport/MCA setting: {transport})")
+    for n in notes:
+        print(f"note: {n}")
+    return 0
+
+
+def _p2p_outputs(out: Path, transports: Sequence[str]) -> list[Path]:
+    if len(transports) == 1:
+        return [out]
+    stem = out.name.removesuffix(".p2p.toml").removesuffix(".toml")
+    return [out.with_name(f"{stem}.{_slug(t)}.p2p.toml") for t in transports]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", text).strip("_.")[:60] or "default"
+
+
+def show_p2p(model: Any, where: str, fmt: str = "table") -> str:
+    from collbench.analyse.modeldata import P2P_COLUMNS, p2p_rows
+
+    rows = p2p_rows(model)
+    if fmt == "json":
+        return json.dumps({"file": where, "source": dict(model.source),
+                           "reduce_us_per_byte": model.gamma_us_per_byte,
+                           "regimes": rows}, indent=1) + "\n"
+    if fmt == "csv":
+        return render(rows, P2P_COLUMNS, "csv") + "\n"
+    out = [f"# {where}: t(m) = latency + m / bandwidth per level and protocol regime "
+           "(95 % intervals)"]
+    out += [f"# {k}: {v}" for k, v in model.source.items()]
+    if model.gamma_us_per_byte > 0:
+        out.append(f"# reduction: {1e-3 / model.gamma_us_per_byte:.4g} GB/s")
+    out.append(render(rows, P2P_COLUMNS, "table"))
+    return "\n".join(out) + "\n"
+
+
+# --- predict -------------------------------------------------------------------------------
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from collbench.analyse.modeldata import Shape, resolve_algorithms
+    from collbench.models.p2pfile import read_p2p
+    from collbench.sizes import parse_sizes
+    from collbench.tune.model import Request, launches, write_predictions
+
+    collectives = _words(args.collective)
+    for c in collectives:
+        resolve_algorithms(c, args.algorithms)  # checks names before anything is costed
+    shape = Shape(args.sockets or 2, args.cores_per_socket)
+    sizes = tuple(parse_sizes(_words(args.sizes), "--sizes"))  # type: ignore[arg-type]
+    requests = [Request(tuple(collectives), tuple(args.nprocs), args.ppn, args.nodes, m,
+                        sizes, args.algorithms, shape, args.network)
+                for m in _words(args.map_by)]
+    model = read_p2p(args.p2p, required_levels=_levels(requests))
+    name = args.output.resolve().name
+    runs: list[tuple[str, list[dict[str, Any]]]] = []
+    notes: list[str] = []
+    for req in requests:
+        got, more = launches(model, req, name, str(args.p2p))
+        runs += got
+        notes += more
+    if not runs:
+        raise UserError("model predict: nothing to predict; " + "; ".join(notes[:3]))
+    store = write_predictions(args.output, runs, {
+        "p2p_file": str(args.p2p.resolve()), "p2p_source": dict(model.source),
+        "network": args.network,
+        "shape": {"sockets": shape.sockets, "cores_per_socket": shape.cores_per_socket}})
+    for n in dict.fromkeys(notes):
+        print(f"note: {n}")
+    print(f"wrote {store.root}: {sum(len(r) for _, r in runs)} predicted rows in {len(runs)} "
+          f"launches ({', '.join(collectives)}; np {','.join(map(str, args.nprocs))}; map-by "
+          f"{args.map_by}); read it like measurements: collbench show {store.root}")
+    return 0
+
+
+def _levels(requests: Sequence[Any]) -> list[str]:
+    """The levels the requested placements use (a p2p file must have those)."""
+    from collbench.analyse.modeldata import topology
+
+    levels: set[str] = set()
+    for req in requests:
+        for n in req.nprocs:
+            nodes = req.nodes or (-(-n // req.ppn) if req.ppn else 1)
+            ppn = req.ppn or -(-n // nodes)
+            if n <= nodes * ppn:
+                levels |= topology(n, nodes, ppn, req.mapping, req.shape).levels_used()
+    return sorted(levels)
+
+
+def add_network(p: argparse.ArgumentParser, dest: str = "network") -> None:
+    p.add_argument("--network", dest=dest, choices=("mpi", "smpi", "serial"), default="mpi",
+                   help="how messages share time: mpi = eager sends overlap their latency, "
+                        "rendezvous from 4 KiB (Open MPI's sm eager limit); smpi = SimGrid: "
+                        "transfers start when the receive is posted, rendezvous from 64 KiB; "
+                        "serial = whole transfers one after another (default: %(default)s)")
+
+
+# --- fit ------------------------------------------------------------------------------------
+
+FIT_COLUMNS: Final = ("collective", "algorithm", "points", "coefficients", "fit_median_pct",
+                      "fit_p95_pct", "cv_size_median_pct", "cv_size_p95_pct",
+                      "cv_nprocs_median_pct", "cv_nprocs_p95_pct", "p2p_median_pct")
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from collbench.analyse.modeldata import (
+        Shape,
+        collective_rows,
+        fit_p2p,
+        machine_shape,
+        modelled,
+        network,
+        topology,
+    )
+    from collbench.models.algorithms import (
+        BASES,
+        CollectivePoint,
+        fit_algorithm,
+        leave_one_out,
+        model_errors,
+    )
+    from collbench.store import Store
+
+    if args.basis not in BASES:
+        raise choice_error("model fit", "--basis", args.basis, BASES)
+    store = Store(args.results)
+    shape = machine_shape(store)
+    if args.sockets or args.cores_per_socket:
+        shape = Shape(args.sockets or shape.sockets, args.cores_per_socket or
+                      shape.cores_per_socket)
+    rows = [r for r in collective_rows(store, args.stat, args.collective)
+            if r.algorithm != "default"]
+    skipped = sorted({f"{r.collective}/{r.algorithm}" for r in rows
+                      if not modelled(r.collective, r.algorithm)})
+    rows = [r for r in rows if modelled(r.collective, r.algorithm)]
+    if not rows:
+        raise UserError(f"{args.results}: no collective rows with a modelled algorithm "
+                        "(forced Open MPI coll/tuned algorithms); valid: a folder measured "
+                        "with algorithms other than 'default'")
+    p2p, how = _fit_p2p_model(args, store, fit_p2p)
+    sends = network(args.network).sends
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in rows:
+        topo = topology(r.nprocs, r.nodes, r.ppn, r.mapping, shape, str(args.results))
+        groups.setdefault((r.collective, r.label), []).append(
+            CollectivePoint(r.collective, r.algorithm, topo, r.size_bytes, r.value_us,
+                            r.segsize))
+    out = []
+    for (coll, label), pts in sorted(groups.items()):
+        where = f"{args.results}: {coll}/{label}"
+        try:
+            fitted = fit_algorithm(pts, p2p, args.basis, sends)
+        except UserError as e:
+            raise UserError(f"{where}: {e}") from None
+        insample = [abs(fitted.predict(p.topology, p.size_bytes, p.segsize) - p.latency_us)
+                    / p.latency_us * 100 for p in pts]
+        row: dict[str, Any] = {
+            "collective": coll, "algorithm": label, "points": len(pts),
+            "coefficients": ", ".join(f"{n}={c:.4g} [{lo:.3g}, {hi:.3g}]" for n, c, (lo, hi)
+                                      in zip(fitted.names, fitted.coefs, fitted.ci,
+                                             strict=True)),
+            "fit_median_pct": _median(insample), "fit_p95_pct": _pct95(insample)}
+        for by in ("size", "nprocs"):
+            values = {p.size_bytes if by == "size" else p.topology.nprocs for p in pts}
+            if len(values) >= 3:
+                try:
+                    cv = leave_one_out(pts, p2p, by=by, basis=args.basis, sends=sends)
+                    row[f"cv_{by}_median_pct"] = cv.median_abs_pct
+                    row[f"cv_{by}_p95_pct"] = cv.p95_abs_pct
+                except UserError:
+                    pass
+        if how != "unit costs":
+            row["p2p_median_pct"] = model_errors(pts, p2p, sends).median_abs_pct
+        out.append(row)
+    if args.format == "json":
+        print(json.dumps({"p2p": how, "basis": args.basis, "network": args.network,
+                          "algorithms": out,
+                          "not_modelled": skipped}, indent=1))
+        return 0
+    print(render(out, FIT_COLUMNS, args.format))
+    if args.format == "table":
+        print(f"\nhop costs: {how}; basis {args.basis}; network {args.network}. fit = "
+              "in-sample, cv_size = leave one size out, cv_nprocs = leave one process "
+              "count out (absolute % error); "
+              "p2p = the unfitted prediction.")
+        if skipped:
+            print(f"not modelled: {', '.join(skipped)}")
+    return 0
+
+
+def _fit_p2p_model(args: argparse.Namespace, store: Any, fit_p2p: Any) -> tuple[Any, str]:
+    from collbench.models.p2p import LevelModel, P2PModel, Regime
+    from collbench.models.p2pfile import read_p2p
+
+    if args.p2p is not None:
+        return read_p2p(args.p2p, required_levels=()), str(args.p2p)
+    try:
+        models, _ = fit_p2p(store)
+    except UserError:
+        models = {}
+    if len(models) == 1:
+        (model,) = models.values()
+        if set(model.levels) == {"core", "socket", "node"}:
+            return model, "fitted to the folder's ping-pongs"
+    unit = {lv: LevelModel(lv, (Regime(0, 1.0, 1e9),)) for lv in ("core", "socket", "node")}
+    if args.basis == "scaled":
+        raise UserError(f"{args.results}: --basis scaled needs hop costs; valid: --p2p FILE "
+                        "(or ping-pongs at every level in the folder)")
+    return P2PModel(unit), "unit costs"
+
+
+def _median(values: Sequence[float]) -> float:
+    import statistics
+
+    return statistics.median(values)
+
+
+def _pct95(values: Sequence[float]) -> float:
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values, dtype=float), 95))
+
+
+# --- scaling --------------------------------------------------------------------------------
+
+SCALING_COLUMNS: Final = ("collective", "algorithm", "placement", "at", "points", "form",
+                          "formula", "adj_r2", "aicc", "loo_median_pct", "loo_p95_pct",
+                          "best")
+
+
+def cmd_scaling(args: argparse.Namespace) -> int:
+    from collbench.analyse.modeldata import collective_rows
+    from collbench.models.scaling import choose, fit_scaling
+    from collbench.store import Store
+
+    forms = _words(args.forms)
+    for form in forms:
+        if form not in FORMS:
+            raise choice_error("model scaling", "--forms", form, FORMS)
+    wanted = {FORMS[f] for f in forms}
+    rows = collective_rows(Store(args.results), args.stat, args.collective)
+    if args.algorithm:
+        rows = [r for r in rows if r.label == args.algorithm]
+    groups: dict[tuple[str, str, str, int], dict[int, float]] = {}
+    for r in rows:
+        fixed, x = (r.size_bytes, r.nprocs) if args.x == "nprocs" else (r.nprocs,
+                                                                        r.size_bytes)
+        groups.setdefault((r.collective, r.label, r.mapping_label, fixed), {})[x] = r.value_us
+    out: list[dict[str, Any]] = []
+    skipped = 0
+    for (coll, label, placement, fixed), series in sorted(groups.items()):
+        xs = sorted(x for x in series if x >= 1)
+        if len(xs) < 3:
+            skipped += 1
+            continue
+        res = fit_scaling(xs, [series[x] for x in xs], what=args.x, pmnf="pmnf" in wanted)
+        fits = [f for f in res.fits if f.name in wanted or
+                ("pmnf" in wanted and f.name.startswith("pmnf"))]
+        if not fits:
+            skipped += 1
+            continue
+        best = choose(fits)
+        at = f"size={fixed}" if args.x == "nprocs" else f"np={fixed}"
+        for f in fits if args.all_forms else [best]:
+            out.append({"collective": coll, "algorithm": label, "placement": placement,
+                        "at": at, "points": len(xs),
+                        "form": "nlogn" if f.name == "plogp" else f.name,
+                        "formula": f.formula.replace("x", "P" if args.x == "nprocs" else "m"),
+                        "adj_r2": f.adj_r2, "aicc": f.aicc,
+                        "loo_median_pct": f.loo_median_abs_pct,
+                        "loo_p95_pct": f.loo_p95_abs_pct, "best": f is best})
+    if not out:
+        raise UserError(f"{args.results}: no series with at least 3 distinct "
+                        f"{'process counts' if args.x == 'nprocs' else 'sizes'} per algorithm, "
+                        "placement and " + ("size" if args.x == "nprocs" else "process count")
+                        + "; valid: a folder measured at 3 or more of them")
+    print(render(out, SCALING_COLUMNS, args.format))
+    if args.format == "table":
+        print(f"\n{len({(r['collective'], r['algorithm'], r['placement'], r['at']) for r in out})}"
+              f" series; {skipped} with fewer than 3 points left out. Best: lowest AICc, the "
+              "simplest form within 2 of it preferred (docs/models.md).")
+    return 0
+

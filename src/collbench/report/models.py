@@ -1,0 +1,260 @@
+"""Models in figures and tables: one source against another (measured vs predicted), their
+residuals, the error tables, fitted p2p parameters per level and regressions in P.
+
+Used by `collbench compare A --against B -o DIR` (overlay figures and tables in DIR) and by
+`collbench report --model FILE | --against RESULTS` (the page's models section).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+
+from matplotlib.figure import Figure
+
+from collbench.analyse.against import POINT_COLUMNS, Against, _point_row, summary_lines
+from collbench.analyse.compare import block_title
+from collbench.models.accuracy import PointError
+from collbench.report import figures, html
+from collbench.report.figures import Color, _frame, _legend, _legend_margin, _log_y, _size_axis
+from collbench.sizes import format_size
+from collbench.store import atomic_write
+from collbench.tables import csv_table
+
+MAX_FIGURES: Final = 60  # contexts drawn; the tables hold every point
+
+Context = tuple[str, int, str]
+
+
+def contexts(points: Sequence[PointError]) -> dict[Context, list[PointError]]:
+    out: dict[Context, list[PointError]] = {}
+    for p in points:
+        out.setdefault((p.key.collective, p.key.nprocs, p.key.mapping), []).append(p)
+    return out
+
+
+def title(ctx: Context) -> str:
+    return block_title(ctx[0], ctx[1], None, None, ctx[2] or None, None, None)
+
+
+def overlay(title: str, points: Sequence[PointError], colors: Mapping[str, Color],
+            a_name: str, b_name: str) -> Figure:
+    """Latency vs size: A solid with markers, B dashed, one colour per algorithm."""
+    labels = list(dict.fromkeys(p.key.algorithm for p in points))
+    margin = _legend_margin([f"{lab} ({b_name})" for lab in labels])
+    fig, ax = _frame(7.5 + margin, 5.0, right=margin)
+    for i, label in enumerate(labels):
+        pts = sorted((p for p in points if p.key.algorithm == label and p.key.size_bytes > 0),
+                     key=lambda p: p.key.size_bytes)
+        if not pts:
+            continue
+        x = [float(p.key.size_bytes) for p in pts]
+        color = colors.get(label, (0.0, 0.0, 0.0, 1.0))
+        ax.plot(x, [p.measured_us for p in pts], color=color, linewidth=1.3,
+                marker=figures.MARKERS[i % len(figures.MARKERS)], markersize=3.5,
+                label=f"{label} ({a_name})")
+        ax.plot(x, [p.predicted_us for p in pts], color=color, linewidth=1.3,
+                linestyle="--", label=f"{label} ({b_name})")
+    sizes = [p.key.size_bytes for p in points if p.key.size_bytes > 0]
+    if sizes:
+        _size_axis(ax, sizes)
+    _log_y(ax)
+    ax.set_xlabel("message size (bytes per rank)")
+    ax.set_ylabel("latency (µs)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    _legend(ax)
+    return fig
+
+
+def residuals(title: str, points: Sequence[PointError], colors: Mapping[str, Color]) -> Figure:
+    """Signed error of B in % of A against size, one line per algorithm."""
+    labels = list(dict.fromkeys(p.key.algorithm for p in points))
+    margin = _legend_margin(labels)
+    fig, ax = _frame(7.5 + margin, 3.6, right=margin)
+    for i, label in enumerate(labels):
+        pts = sorted((p for p in points if p.key.algorithm == label and p.key.size_bytes > 0),
+                     key=lambda p: p.key.size_bytes)
+        if pts:
+            ax.plot([float(p.key.size_bytes) for p in pts],
+                    [(p.ratio - 1) * 100 for p in pts], color=colors.get(label, "black"),
+                    marker=figures.MARKERS[i % len(figures.MARKERS)], markersize=3,
+                    linewidth=1.1, label=label)
+    sizes = [p.key.size_bytes for p in points if p.key.size_bytes > 0]
+    if sizes:
+        _size_axis(ax, sizes)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("message size (bytes per rank)")
+    ax.set_ylabel("(B − A) / A  (%)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    _legend(ax)
+    return fig
+
+
+def figure_jobs(result: Against, root: Path, fmt: str = "png",
+                slug: Any = None) -> list[tuple[figures.Job, str, str]]:
+    """(job, kind, context title) for the overlay and residual figure of each context."""
+    jobs = []
+    for n, (ctx, pts) in enumerate(sorted(contexts(result.points).items())):
+        if n >= MAX_FIGURES:
+            break
+        name = title(ctx)
+        stem = slug(name) if slug else _stem(name)
+        colors = figures.palette(list(dict.fromkeys(p.key.algorithm for p in pts)))
+        jobs.append((figures.Job(partial(overlay, name, pts, colors, "A", "B"),
+                                 root / f"{stem}_overlay", fmt), "overlay", name))
+        jobs.append((figures.Job(partial(residuals, name, pts, colors),
+                                 root / f"{stem}_residuals", fmt), "residuals", name))
+    return jobs
+
+
+def _stem(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.=+-]+", "-", text).strip("-.")[:80] or "x"
+
+
+def write_against(result: Against, out: Path) -> list[Path]:
+    """compare --against -o DIR: overlay and residual PNGs per context, the tables."""
+    from collbench.analyse.against import render
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        written = figures.render_all([j for j, _, _ in figure_jobs(result, out / "figures")])
+        for name, text in (("points.csv", csv_table([_point_row(p) for p in result.points],
+                                                    POINT_COLUMNS) + "\n"),
+                           ("against.md", render(result, "markdown", worst=20)),
+                           ("against.json", json.dumps(result.to_json(), indent=1) + "\n")):
+            atomic_write(out / name, text.encode(), mode=0o644)
+            written.append(out / name)
+    except OSError as e:
+        from collbench.errors import UserError
+
+        raise UserError(f"{out}: cannot write: {e.strerror or e}") from None
+    return written
+
+
+# --- the report's section -------------------------------------------------------------------
+
+def section_tables(result: Against | None, p2p_rows: Sequence[dict[str, Any]],
+                   scaling_rows: Sequence[dict[str, Any]]) -> list[html.Table]:
+    out = []
+    if result is not None:
+        out.append(html.Table(
+            ("collective", "algorithm", "points", "median |error| %", "p95 |error| %",
+             "median B/A"),
+            tuple((x.collective, x.algorithm, str(x.points), f"{x.median_abs_pct:.2f}",
+                   f"{x.p95_abs_pct:.2f}", f"{x.median_ratio:.3f}")
+                  for x in result.algorithms),
+            "Error per algorithm: " + "; ".join(summary_lines(result))))
+    if p2p_rows:
+        out.append(html.Table(
+            ("level", "transport", "from", "latency µs", "latency 95% CI", "bandwidth GB/s",
+             "bandwidth 95% CI", "fit median %", "fit p95 %"),
+            tuple((r["level"], r["transport"], format_size(r["from_bytes"]),
+                   f"{r['latency_us']:.4g}", r["latency_ci"] or "-",
+                   f"{r['bandwidth_GBs']:.4g}", r["bandwidth_ci"] or "-",
+                   _num(r["fit_median_pct"]), _num(r["fit_p95_pct"])) for r in p2p_rows),
+            "Point-to-point parameters per level and protocol regime"))
+    if scaling_rows:
+        out.append(html.Table(
+            ("collective", "algorithm", "placement", "size", "points", "best form", "formula",
+             "adj. R²", "LOO median %"),
+            tuple((r["collective"], r["algorithm"], r["placement"], format_size(r["size"]),
+                   str(r["points"]), r["form"], r["formula"], f"{r['adj_r2']:.3f}",
+                   f"{r['loo_median_pct']:.1f}") for r in scaling_rows),
+            "Regressions of latency in the process count P (best form by AICc)"))
+    return out
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+REPORT_FIGURES: Final = 24  # contexts drawn on the page (overlay + residuals each)
+SCALING_SIZES: Final = 3
+
+
+def scaling_rows(store: Any, stat: str = "avg") -> list[dict[str, Any]]:
+    """Best regression in P per collective × algorithm × placement, at up to 3 sizes
+    (smallest, a middle one, largest) measured at >= 3 process counts."""
+    from collbench.analyse.modeldata import collective_rows
+    from collbench.models.scaling import fit_scaling
+
+    series: dict[tuple[str, str, str, int], dict[int, float]] = {}
+    for r in collective_rows(store, stat):
+        series.setdefault((r.collective, r.label, r.mapping_label, r.size_bytes),
+                          {})[r.nprocs] = r.value_us
+    usable = {k: v for k, v in series.items() if len(v) >= 3}
+    sizes = sorted({k[3] for k in usable})
+    if len(sizes) > SCALING_SIZES:
+        sizes = [sizes[0], sizes[len(sizes) // 2], sizes[-1]]
+    out = []
+    for (coll, label, placement, size), v in sorted(usable.items()):
+        if size not in sizes:
+            continue
+        xs = sorted(v)
+        best = fit_scaling(xs, [v[x] for x in xs], pmnf=False).best
+        out.append({"collective": coll, "algorithm": label, "placement": placement,
+                    "size": size, "points": len(xs),
+                    "form": "nlogn" if best.name == "plogp" else best.name,
+                    "formula": best.formula.replace("x", "P"), "adj_r2": best.adj_r2,
+                    "loo_median_pct": best.loo_median_abs_pct})
+    return out
+
+
+def section(results: Path, dest: Any, model_file: Path | None, against_folder: Path | None,
+            stat: str = "avg") -> html.ModelSection:
+    """The report's models section: RESULTS (A) against a p2p model's predictions or another
+    folder (B); fitted p2p parameters; regressions in P of RESULTS."""
+    from collbench.analyse.against import against, predicted_points, read_points
+    from collbench.analyse.modeldata import p2p_rows
+    from collbench.models.p2pfile import read_p2p
+    from collbench.store import Store
+
+    store = Store(results)
+    a = read_points(store, stat)
+    notes: list[str] = []
+    p2p: list[dict[str, Any]] = []
+    if model_file is not None:
+        model = read_p2p(model_file, required_levels=())
+        b, notes = predicted_points(store, model, stat)
+        b_name = f"model {model_file.name}"
+        p2p = p2p_rows(model)
+    else:
+        assert against_folder is not None
+        b = read_points(Store(against_folder), stat)
+        b_name = str(against_folder)
+    result = against(a, b, str(results), b_name, stat, notes)
+    reg = scaling_rows(store, stat)
+    figs = []
+    for n, (ctx, pts) in enumerate(sorted(contexts(result.points).items())):
+        if n >= REPORT_FIGURES:
+            notes.append(f"figures of the first {REPORT_FIGURES} of "
+                         f"{len(contexts(result.points))} contexts; every point is in the "
+                         "tables")
+            break
+        name = title(ctx)
+        stem = dest.slug(f"model_{name}")
+        colors = figures.palette(list(dict.fromkeys(p.key.algorithm for p in pts)))
+        figs.append(dest.figure(partial(overlay, name, pts, colors, "measured", "predicted"),
+                                f"{stem}_overlay",
+                                f"{name}: measured (solid, {results.name}) and {b_name} "
+                                "(dashed) latency per algorithm."))
+        figs.append(dest.figure(partial(residuals, name, pts, colors), f"{stem}_residuals",
+                                f"{name}: residuals, (predicted − measured) / measured in %."))
+    files = dest.table("models_points", _points_markdown(result),
+                       csv_table([_point_row(p) for p in result.points], POINT_COLUMNS))
+    return html.ModelSection(f"Models: measured against {b_name}",
+                             tuple(section_tables(result, p2p, reg)), tuple(figs),
+                             tuple(notes), tuple(files))
+
+
+def _points_markdown(result: Against) -> str:
+    from collbench.analyse.against import render
+
+    return render(result, "markdown", worst=50)

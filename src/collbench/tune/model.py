@@ -1,0 +1,141 @@
+"""Rules from a model: predictions stored as a results folder, then the same selection and
+writer as measured data (`tune.select.select_from`, `tune.writer.build`).
+
+    write_predictions(out, launches, extra) -> Store     (also `collbench model predict`)
+    predicted_selection(model, request, folder) -> (Selection, Store)
+
+With one predicted "repetition" per point nothing can be tested, so the choice per size is
+the fastest predicted algorithm (`significance=False`); "default" is predicted as what
+Open MPI 5.0's fixed rules run, so it wins its ties and a rule only leaves it where another
+algorithm is predicted faster.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from collbench.analyse.compare import compare
+from collbench.analyse.modeldata import (
+    DECISIONS_VERSION,
+    DEFAULT_NETWORK,
+    Shape,
+    network,
+    prediction_rows,
+    resolve_algorithms,
+    topology,
+)
+from collbench.campaign import create_folder
+from collbench.catalog import ompi_decisions
+from collbench.errors import UserError
+from collbench.models.algorithms import ALGORITHMS
+from collbench.models.p2p import P2PModel
+from collbench.store import Store
+from collbench.tune.select import Options, Selection, select_from
+from collbench.version import __version__
+
+# Collectives a rules file can carry and the models cover.
+TUNABLE: Final = tuple(c for c in ("allgather", "allreduce", "alltoall", "barrier", "bcast",
+                                   "gather", "reduce", "scatter") if c in ALGORITHMS)
+
+
+def write_predictions(out: Path, launches: Sequence[tuple[str, list[dict[str, Any]]]],
+                      extra: dict[str, Any]) -> Store:
+    """A results folder holding predicted rows, one launch each (campaign.create_folder)."""
+    store = Store(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UserError(f"{out}: exists and is not empty; valid: a new -o folder")
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = os.environ.get("USER", "unknown")
+    provenance = dict(extra, created=datetime.now(UTC).isoformat(timespec="seconds"),
+                      collbench_version=__version__, host=socket.gethostname(), user=user,
+                      kind="model", warnings=["latencies are model predictions, not "
+                                              "measurements"])
+    try:
+        store.lock()
+        create_folder(store, {"name": out.resolve().name, "seed": 0, "backend": "model",
+                              "kind": "model"},
+                      "# predicted by `collbench model predict`: no spec\n",
+                      {"launches": []}, provenance)
+        for lid, rows in launches:
+            store.write_launch(lid, rows, {"status": "ok", "rows": len(rows), "kind": "model",
+                                           "p2p_file": extra.get("p2p_file")})
+    except OSError as e:
+        raise UserError(f"{out}: cannot write: {e.strerror or e}") from None
+    return store
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to predict: collectives × process counts × one placement."""
+
+    collectives: tuple[str, ...]
+    nprocs: tuple[int, ...]
+    ppn: int | None
+    nodes: int | None
+    mapping: str
+    sizes: tuple[int, ...]
+    algorithms: str = "all"
+    shape: Shape = field(default_factory=Shape)
+    network: str = DEFAULT_NETWORK
+
+
+def launches(model: P2PModel, req: Request, name: str, model_name: str
+             ) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[str]]:
+    out: list[tuple[str, list[dict[str, Any]]]] = []
+    notes: list[str] = []
+    for coll in req.collectives:
+        algs = resolve_algorithms(coll, req.algorithms)
+        for n in req.nprocs:
+            nodes = req.nodes or (-(-n // req.ppn) if req.ppn else 1)
+            ppn = req.ppn or -(-n // nodes)
+            if n > nodes * ppn:
+                raise UserError(f"--nprocs {n} does not fit on {nodes} nodes × {ppn} ranks; "
+                                f"valid: at most {nodes * ppn}, or more --nodes")
+            topo = topology(n, nodes, ppn, req.mapping, req.shape, "model")
+            lid = f"model-{coll}-np{n}-{req.mapping}"
+            got = prediction_rows(model, coll, algs, topo, req.sizes, campaign=name,
+                                  launch_id=lid, model_name=model_name,
+                                  explicit=req.algorithms.strip() != "all",
+                                  net=network(req.network))
+            notes += got.notes
+            if got.rows:
+                out.append((lid, got.rows))
+    return out, notes
+
+
+def predicted_selection(model: P2PModel, req: Request, folder: Path, model_name: str
+                        ) -> tuple[Selection, Store]:
+    """Predict into `folder` (new), then select per size as `tune` does for measurements."""
+    for coll in req.collectives:
+        if coll not in TUNABLE:
+            raise UserError(f"--collective {coll!r} is not valid for tune --model; valid: "
+                            f"{', '.join(TUNABLE)}")
+        if not ompi_decisions.has_fixed_decision(ompi_decisions.KNOWN_VERSIONS[-1], coll):
+            raise UserError(f"{coll}: no Open MPI default decision to compare with")
+    runs, notes = launches(model, req, folder.name, model_name)
+    if not runs:
+        raise UserError("tune --model: nothing to predict; " + "; ".join(notes[:3]))
+    store = write_predictions(folder, runs, {"p2p_file": model_name,
+                                             "p2p_source": dict(model.source)})
+    comparison = compare(store, baseline="default", stat="avg")
+    ids = {(coll, alg): (0 if alg == "default" else
+                         ompi_decisions.ALGORITHMS[coll].index(alg) + 1)
+           for coll in req.collectives for alg in ("default", *ALGORITHMS[coll])}
+    selection = select_from(comparison, ids, Options(significance=False,
+                                                     collectives=req.collectives),
+                            "openmpi", DECISIONS_VERSION)
+    extra = tuple(dict.fromkeys(notes))
+    note = ("chosen from predictions of " + model_name + " (one value per point: the fastest "
+            "predicted algorithm per size, untested; validate with `collbench tune "
+            "validate`)")
+    return Selection(selection.mpi, selection.mpi_version, selection.repetitions, False,
+                     selection.tables, (note, *selection.notes, *extra)), store
