@@ -95,6 +95,10 @@ def add_parser(sub: options.Subparsers) -> None:
     b.add_argument("--min-gain", type=float, default=0.0, metavar="FRACTION",
                    help="switch only where at least this much faster, e.g. 0.05 "
                         "(default: %(default)s)")
+    b.add_argument("--max-regret", type=float, default=0.05, metavar="FRACTION",
+                   help="switch less: between neighbouring sizes keep the previous choice "
+                        "while it is at most this much slower than the best (0: no "
+                        "smoothing; default: %(default)s)")
     b.add_argument("--stat", choices=("avg", "median", "min", "max"), default="avg",
                    help="column compared (default: %(default)s, OSU's average)")
     b.add_argument("--collective", action="append", default=[],
@@ -235,13 +239,16 @@ def cmd_model(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     from collbench.tune.select import Options, select
 
+    if not 0 <= args.max_regret < 1:
+        raise UserError(f"--max-regret {args.max_regret}: not valid; valid: a fraction in "
+                        "[0, 1)")
     if not 0 <= args.min_gain < 1:
         raise UserError(f"--min-gain {args.min_gain}: not valid; valid: a fraction in [0, 1)")
     store = Store(args.results)
     opts = Options(significance=not args.no_significance, confidence=args.confidence,
                       min_gain=args.min_gain, stat=args.stat,
                       collectives=tuple(args.collective), map_by=args.map_by,
-                      bind_to=args.bind_to)
+                      bind_to=args.bind_to, max_regret=args.max_regret)
     if args.adaptive:  # measures (or replays) first; then written like any selection
         selection, args.results = adaptive.selection(args, opts)
     else:
@@ -316,6 +323,8 @@ def _summary(selection: Any, notes: Any) -> None:
         print(f"{coll} np={nprocs}: " + ", ".join(parts))
     for n in notes:
         print(f"note: {n}")
+    for e in selection.evidence:
+        print(f"evidence: {e}")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -22,8 +22,10 @@ Holm correction and the ratio's confidence interval, docs/statistics.md), and at
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from collbench.analyse.compare import Best, Comparison, PointStat, RatioStat, block_title, compare
@@ -43,6 +45,7 @@ class Options:
     collectives: tuple[str, ...] = ()  # empty: every measured collective
     map_by: str | None = None  # pick one placement where several were measured
     bind_to: str | None = None
+    max_regret: float = 0.05  # smoothing: accept up to this much slower to switch less
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,25 @@ class Selection:
     tested: bool  # False: chosen without significance tests
     tables: Mapping[tuple[str, int], tuple[Choice, ...]]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    smoothing: Mapping[tuple[str, int], Smoothing] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()  # what weakens the evidence (oversubscription, smoothing)
 
     def switches(self) -> int:
         """Number of ranges that leave the default."""
         return sum(c.algorithm != DEFAULT for cs in self.tables.values() for c in cs)
+
+
+@dataclass(frozen=True)
+class Smoothing:
+    """What choosing with a penalty on switching did to one (collective, nprocs) table."""
+
+    switches_before: int  # algorithm changes between neighbouring sizes, size by size
+    switches_after: int
+    regret: tuple[tuple[int, float], ...]  # (size, chosen / best eligible - 1) where > 0
+
+    @property
+    def max_regret(self) -> float:
+        return max((r for _, r in self.regret), default=0.0)
 
 
 NO_TEST_NOTE: Final = ("{root}: 1 repetition per point, so no difference can be tested; rerun "
@@ -84,7 +102,18 @@ def select(store: Store, options: Options = Options()) -> Selection:
     if comparison.repetitions < 2 and options.significance:
         raise UserError(NO_TEST_NOTE.format(root=store.root))
     ids, mpi, version = _measured_ids(store)
-    return select_from(comparison, ids, options, mpi, version)
+    selection = select_from(comparison, ids, options, mpi, version)
+    try:
+        cores = store.provenance().get("cores")
+    except UserError:
+        cores = None
+    if isinstance(cores, int) and cores > 0:
+        over = sorted(f"{c} np={n}" for c, n in selection.tables if n > cores)
+        if over:
+            selection = replace(selection, evidence=(
+                f"measured oversubscribed ({', '.join(over)} on {cores} cores): timings are "
+                "noisy and these choices rest on them", *selection.evidence))
+    return selection
 
 
 def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
@@ -98,8 +127,12 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
     ratios = {id(r.point): r for r in comparison.ratios}
     by_context = _contexts(comparison.best, options)
     tables: dict[tuple[str, int], tuple[Choice, ...]] = {}
+    smoothing: dict[tuple[str, int], Smoothing] = {}
     for (coll, nprocs), bests in sorted(by_context.items()):
         picked = [_pick(b, comparison, ratios, options, notes) for b in bests]
+        if options.max_regret > 0:
+            picked, smoothing[(coll, nprocs)] = _smooth(picked, bests, comparison, ratios,
+                                                        options)
         tables[(coll, nprocs)] = _merge(coll, picked, algorithm_ids, mpi)
     if not tables:
         raise UserError("nothing to tune: no measured collective matches "
@@ -108,9 +141,13 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
         notes.append("measured on several nodes: Open MPI's HAN component hands sub-"
                      "communicators (ranks per node, node count) to coll/tuned, whose rules "
                      "are matched on those sizes, not the job size")
+    evidence = tuple(
+        f"smoothing: {c} np={n}: {sm.switches_before} -> {sm.switches_after} switches between "
+        f"neighbouring sizes, at most {sm.max_regret:.1%} slower than the best at any size"
+        for (c, n), sm in sorted(smoothing.items()) if sm.switches_after < sm.switches_before)
     return Selection(mpi, mpi_version, comparison.repetitions,
                      options.significance and comparison.repetitions >= 2, tables,
-                     tuple(dict.fromkeys(notes)))
+                     tuple(dict.fromkeys(notes)), smoothing, evidence)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -177,6 +214,66 @@ def _pick(b: Best, comparison: Comparison, ratios: Mapping[int, RatioStat],
     if chosen is not default and r is not None and r.ratio > 1 - options.min_gain:
         return size, default, 1.0
     return size, chosen, r.ratio if r else 1.0
+
+
+Picked = tuple[int, PointStat, float | None]
+
+
+def _smooth(picked: Sequence[Picked], bests: Sequence[Best], comparison: Comparison,
+            ratios: Mapping[int, RatioStat],
+            options: Options) -> tuple[list[Picked], Smoothing]:
+    """The fewest switches between neighbouring sizes whose regret stays within bound.
+
+    At each size the eligible choices are the default and every variant the evidence
+    allows (significantly faster than the default when tested, and by min_gain); among
+    them, any within `max_regret` of the size's best eligible one may be taken. Dynamic
+    programming over sizes minimises the number of switches, then the summed log regret,
+    so noise that flips the winner between neighbouring sizes no longer makes rules switch
+    back and forth (the oversubscribed quickstart's bcast switched 9 times)."""
+    steps: list[dict[str, tuple[PointStat, float | None, float]]] = []
+    for (_, chosen, ratio), b in zip(picked, bests, strict=True):
+        pts = [p for p in comparison.points if p.size_key == b.key]
+        eligible: dict[str, tuple[PointStat, float | None]] = {chosen.label: (chosen, ratio)}
+        for p in pts:
+            rs = ratios.get(id(p))
+            if p.label == DEFAULT:
+                eligible.setdefault(p.label, (p, 1.0))
+            elif not options.significance or (rs is not None and rs.significant
+                                               and rs.ratio < 1 - options.min_gain):
+                eligible.setdefault(p.label, (p, rs.ratio if rs else None))
+        best = min(p.value for p, _ in eligible.values())
+        steps.append({label: (p, r, p.value / best - 1 if best > 0 else 0.0)
+                      for label, (p, r) in eligible.items()
+                      if best <= 0 or p.value <= best * (1 + options.max_regret)
+                      or label == chosen.label})
+    # cost[label] = (switches, summed log regret) of the best path ending in label
+    cost: dict[str, tuple[int, float]] = {k: (0, math.log1p(v[2])) for k, v in steps[0].items()}
+    back: list[dict[str, str]] = []
+    for step in steps[1:]:
+        here: dict[str, tuple[int, float]] = {}
+        links: dict[str, str] = {}
+        for label, (_, _, lost) in step.items():
+            prev = min(cost, key=lambda k: (cost[k][0] + (k != label), cost[k][1]))
+            switches, total = cost[prev]
+            here[label] = (switches + (prev != label), total + math.log1p(lost))
+            links[label] = prev
+        cost, back = here, [*back, links]
+    label = min(cost, key=lambda k: cost[k])
+    path = [label]
+    for links in reversed(back):
+        label = links[label]
+        path.append(label)
+    path.reverse()
+    out: list[Picked] = []
+    regret: list[tuple[int, float]] = []
+    for (size, _, _), step, label in zip(picked, steps, path, strict=True):
+        point, ratio_of, lost = step[label]
+        out.append((size, point, ratio_of))
+        if lost > 1e-12:
+            regret.append((size, lost))
+    before = sum(a[1].label != b[1].label for a, b in itertools.pairwise(picked))
+    after = sum(a[1].label != b[1].label for a, b in itertools.pairwise(out))
+    return out, Smoothing(before, after, tuple(regret))
 
 
 def _merge(coll: str, picked: Sequence[tuple[int, PointStat, float | None]],

@@ -196,4 +196,5 @@ def _preamble(selection: Selection, source: str, path: Path | None,
         f"{where}",
     ]
     lines += [f"also: --mca {k} {v} (a rules file cannot carry it)" for k, v in extra]
+    lines += [f"evidence: {e}" for e in selection.evidence]
     return tuple(line.replace("#", "") for line in lines)
