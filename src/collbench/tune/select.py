@@ -83,7 +83,7 @@ class Smoothing:
 
     switches_before: int  # algorithm changes between neighbouring sizes, size by size
     switches_after: int
-    regret: tuple[tuple[int, float], ...]  # (size, chosen / best eligible - 1) where > 0
+    regret: tuple[tuple[int, float], ...]  # (size, chosen / unsmoothed choice - 1) where > 0
 
     @property
     def max_regret(self) -> float:
@@ -143,7 +143,8 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
                      "are matched on those sizes, not the job size")
     evidence = tuple(
         f"smoothing: {c} np={n}: {sm.switches_before} -> {sm.switches_after} switches between "
-        f"neighbouring sizes, at most {sm.max_regret:.1%} slower than the best at any size"
+        f"neighbouring sizes, at most {sm.max_regret:.1%} slower than the choice without "
+        "smoothing at any size"
         for (c, n), sm in sorted(smoothing.items()) if sm.switches_after < sm.switches_before)
     return Selection(mpi, mpi_version, comparison.repetitions,
                      options.significance and comparison.repetitions >= 2, tables,
@@ -224,9 +225,11 @@ def _smooth(picked: Sequence[Picked], bests: Sequence[Best], comparison: Compari
             options: Options) -> tuple[list[Picked], Smoothing]:
     """The fewest switches between neighbouring sizes whose regret stays within bound.
 
-    At each size the eligible choices are the default and every variant the evidence
-    allows (significantly faster than the default when tested, and by min_gain); among
-    them, any within `max_regret` of the size's best eligible one may be taken. Dynamic
+    At each size the eligible choices are the default, every variant the evidence allows
+    (significantly faster than the default, and by min_gain) and, to bridge gaps, variants
+    whose ratio interval to the default stays below 1 + max_regret (not credibly slower);
+    among them, any at most `max_regret` slower than the choice made without smoothing may
+    be taken (that choice always may). Dynamic
     programming over sizes minimises the number of switches, then the summed log regret,
     so noise that flips the winner between neighbouring sizes no longer makes rules switch
     back and forth (the oversubscribed quickstart's bcast switched 9 times)."""
@@ -241,11 +244,17 @@ def _smooth(picked: Sequence[Picked], bests: Sequence[Best], comparison: Compari
             elif not options.significance or (rs is not None and rs.significant
                                                and rs.ratio < 1 - options.min_gain):
                 eligible.setdefault(p.label, (p, rs.ratio if rs else None))
-        best = min(p.value for p, _ in eligible.values())
-        steps.append({label: (p, r, p.value / best - 1 if best > 0 else 0.0)
+            elif (rs is not None and rs.ci_high is not None
+                  and rs.ci_high <= 1 + options.max_regret):
+                # Not credibly slower than the default here: it may bridge the sizes
+                # between those where it was significantly faster, instead of switching
+                # back and forth with the noise.
+                eligible.setdefault(p.label, (p, rs.ratio))
+        # Regret is measured against what would be chosen without smoothing.
+        ref = chosen.value
+        steps.append({label: (p, r, p.value / ref - 1 if ref > 0 else 0.0)
                       for label, (p, r) in eligible.items()
-                      if best <= 0 or p.value <= best * (1 + options.max_regret)
-                      or label == chosen.label})
+                      if ref <= 0 or p.value <= ref * (1 + options.max_regret)})
     # cost[label] = (switches, summed log regret) of the best path ending in label
     cost: dict[str, tuple[int, float]] = {k: (0, math.log1p(v[2])) for k, v in steps[0].items()}
     back: list[dict[str, str]] = []
