@@ -237,6 +237,7 @@ def _sabotaged(app_mpicc: Path, tmp_path: Path, app: str, old: str, new: str) ->
     assert source.count(old) == 1, old
     src = tmp_path / f"{app}_broken.c"
     src.write_text(source.replace(old, new))
+    shutil.copy(APPS_DIR / "app_args.h", tmp_path)  # the header the apps share
     _compile(app_mpicc, src, tmp_path / f"{app}_broken")
     return tmp_path / f"{app}_broken"
 

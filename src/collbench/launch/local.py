@@ -99,7 +99,10 @@ class LocalBackend(LaunchBackend):
             try:
                 done = subprocess.run(argv, env=launcher_env(self.mpi), capture_output=True,
                                       text=True, timeout=TRIAL_TIMEOUT_S, check=False)
-            except (OSError, subprocess.TimeoutExpired) as e:
+            except subprocess.TimeoutExpired:
+                return None  # no answer in time (a loaded machine, a slow allocation): it
+                # cannot tell, and only a refusal it can show stops a campaign
+            except OSError as e:
                 return f"{type(e).__name__}: {e}"
         if done.returncode == 0:
             return None
