@@ -1,8 +1,9 @@
 """(c) SimGrid backend at scale: wall time and memory of 512 simulated ranks at 1 MiB.
 
 `collbench run --backend simgrid` on the built-in `jupiter` platform (32 nodes × 16
-cores), Open MPI's default choice (SMPI's ompi selector), one size of 1 MiB per rank,
-2 timed iterations (simulated time is deterministic: more add nothing), with and without
+cores), Open MPI's default choice (5.0's fixed rules, run by collbench's ports), one
+size of 1 MiB per rank, 2 timed iterations (simulated time is deterministic: more add
+nothing), with and without
 shared buffers (run.simgrid.shared_malloc). Memory is sampled every 0.2 s over the whole
 process tree: RSS counts a shared page once per mapping, so it overstates what shared
 buffers cost; PSS is the memory actually used.
@@ -97,8 +98,9 @@ def run(coll: str, shared: bool, out: Path) -> tuple[float, float, float]:
 def main() -> str:
     lines = ["## SimGrid backend at scale: 512 simulated ranks, 1 MiB", "",
              "Command: `python benchmarks/bench_simgrid_scale.py` (`collbench run --backend "
-             "simgrid` on `jupiter`, 32 nodes × 16 cores; Open MPI's default choice via "
-             "SMPI's `ompi` selector; 1 MiB per rank, 2 timed iterations + 1 warm-up; wall "
+             "simgrid` on `jupiter`, 32 nodes × 16 cores; Open MPI's default choice: Open "
+             "MPI 5.0's fixed rules run by collbench's ports; 1 MiB per rank, 2 timed "
+             "iterations + 1 warm-up; wall "
              "time of the whole `collbench run` including SimGrid start-up; memory sampled "
              "every 0.2 s over the process tree).", "",
              "| collective | shared buffers | wall time (s) | peak RSS (MB) | peak PSS (MB) | "

@@ -82,10 +82,10 @@ def test_per_collective_algorithms() -> None:
      "slot, hwthread (did you mean socket?)"),
     ("colectives = 1\n", "",
      "spec.toml: measure.colectives: unknown key 'colectives'; valid: collectives, algorithms, "
-     "sizes, nprocs, map_by, bind_to, iterations, warmup, validate, samples "
+     "sizes, nprocs, map_by, bind_to, iterations, warmup, validate, samples, nonblocking "
      "(did you mean collectives?)"),
     ('[mesure]\n', "", "spec.toml: mesure: unknown key 'mesure'; valid: campaign, measure, mca, "
-                       "run, zip, exclude (did you mean measure?)"),
+                       "run, workload, zip, exclude (did you mean measure?)"),
     ("validate = 1\n", "", "spec.toml: measure.validate: expected true or false, got 1"),
     ('[run]\ntimeout = "long"\n', "", "spec.toml: run.timeout: expected a number, got 'long'"),
     ("[run]\ntimeout = 0\n", "", "spec.toml: run.timeout: must be greater than 0, got 0"),
@@ -142,7 +142,9 @@ def test_bad_collective_names_valid_choices() -> None:
     assert str(e.value) == (
         "spec.toml: measure.collectives[1]: 'bcat' is not valid; valid: barrier, bcast, gather, "
         "gatherv, scatter, scatterv, reduce, allreduce, allgather, allgatherv, alltoall, "
-        "alltoallv, reduce_scatter, reduce_scatter_block, latency, bw (did you mean bcast?)")
+        "alltoallv, reduce_scatter, reduce_scatter_block, latency, bw, ibarrier, ibcast, igather, "
+        "igatherv, iscatter, iscatterv, ireduce, iallreduce, iallgather, iallgatherv, ialltoall, "
+        "ialltoallv, ireduce_scatter, ireduce_scatter_block (did you mean bcast?)")
 
 
 def test_point_to_point_needs_two_processes() -> None:

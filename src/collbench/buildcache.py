@@ -51,10 +51,12 @@ def cache_key(*parts: str | bytes) -> str:
 def cached_build(kind: str, name: str, key: str, command: Callable[[Path], list[str]],
                  what: str, cache_dir: Path | None = None, mode: int = 0o755,
                  timeout_s: float = COMPILE_TIMEOUT_S,
-                 error: type[UserError] = BuildError) -> Built:
+                 error: type[UserError] = BuildError, product: str | None = None) -> Built:
     """The product `name` of `command(output_path)`, built unless cached under `key`.
 
-    `what` names it in errors ("the kernel", "the algtrace library", ...)."""
+    `what` names it in errors ("the kernel", "the algtrace library", ...). With `product`
+    (a user's build command, which names its own output), the command runs in a private
+    empty folder and the file `product` it leaves there is the result."""
     out = (cache_dir or default_cache_dir()) / kind / key / name
     if out.is_file() and os.access(out, os.R_OK):
         return Built(out, key, command(out), fresh=False)
@@ -64,11 +66,18 @@ def cached_build(kind: str, name: str, key: str, command: Callable[[Path], list[
     tmp = Path(tmp_name)
     run = command(tmp)
     try:
-        res = subprocess.run(run, capture_output=True, text=True, timeout=timeout_s,
-                             check=False)
-        if res.returncode != 0:
-            raise error(f"compiling {what} failed (exit {res.returncode}): {shlex.join(run)}\n"
-                        f"{res.stdout}{res.stderr}".rstrip())
+        with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out.parent) as folder:
+            res = subprocess.run(run, capture_output=True, text=True, timeout=timeout_s,
+                                 check=False, cwd=folder if product else None)
+            if res.returncode != 0:
+                raise error(f"compiling {what} failed (exit {res.returncode}): "
+                            f"{shlex.join(run)}\n{res.stdout}{res.stderr}".rstrip())
+            if product is not None:
+                made = Path(folder) / product
+                if not made.is_file():
+                    raise error(f"compiling {what}: {shlex.join(run)} succeeded but left no "
+                                f"{product} (the program the run command starts)")
+                made.replace(tmp)
         tmp.chmod(mode)
         tmp.replace(out)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -144,6 +144,12 @@ def prepare(source: SpecSource, mpi: MpiInstall, request: Request,
     """Plan a campaign for its backend without touching the folder (`plan`, dry runs).
     `check_placement=False`: the caller asks the backend about placements itself."""
     backend = _backend(source, mpi, request, Store(request.output))
+    workload = source.spec.workload
+    if workload is not None and workload.program is not None and \
+            workload.program.build is None:
+        from collbench.launch.program import find_executable
+
+        find_executable(workload, source.origin)  # one line now, not at the first launch
     return Prepared(source, mpi, backend, _plan(source, mpi, backend, check_placement))
 
 
@@ -183,13 +189,36 @@ def _same_launches(store: Store, plan: Plan) -> Plan:
     return stored
 
 
-def _build(backend: Backend, say: Callable[[str], None]) -> KernelBinary:
+def build_binary(backend: Backend, spec: Spec,
+                 say: Callable[[str], None] = lambda _: None) -> KernelBinary:
+    """What every launch runs: the kernel, or a [workload] spec's program (built with the
+    backend's compiler; a missing or non-executable program is one line, before anything
+    runs or is created)."""
     start = time.monotonic()
-    kernel = backend.build_kernel()
-    if kernel.fresh:
-        say(f"built the kernel with {kernel.compile_command[0]} in "
+    if spec.workload is not None:
+        binary = backend.build_program(spec.workload)
+        what = f"the program {spec.workload.label()}"
+    else:
+        binary = backend.build_kernel()
+        what = "the kernel"
+    if binary.fresh:
+        say(f"built {what} with {binary.compile_command[0]} in "
             f"{time.monotonic() - start:.1f} s")
-    return kernel
+    return binary
+
+
+def _build(backend: Backend, spec: Spec, say: Callable[[str], None]) -> KernelBinary:
+    return build_binary(backend, spec, say)
+
+
+def _provenance(backend: Backend, spec: Spec, binary: KernelBinary) -> dict[str, Any]:
+    prov = backend.provenance(binary)
+    if spec.workload is not None:  # the launches ran the program, not the kernel
+        from collbench.launch.program import program_record
+
+        prov.pop("kernel", None)
+        prov["program"] = program_record(binary, spec.workload)
+    return prov
 
 
 @overload
@@ -246,12 +275,12 @@ def _open(store: Store, source: SpecSource, mpi: MpiInstall, request: Request,
             store.forget(lid for lid, st in store.finished().items() if st != "ok")
     else:
         plan = replace(plan or _plan(source, mpi, backend), backend=backend.name)
-    kernel = _build(backend, say)
+    kernel = _build(backend, source.spec, say)
     if not resuming:
         create_folder(store, {"name": plan.campaign, "seed": plan.seed,
                               "backend": backend.name, "spec_source": source.origin,
                               **backend.campaign_meta(), **request.meta},
-                      source.text, plan.to_json(), backend.provenance(kernel))
+                      source.text, plan.to_json(), _provenance(backend, source.spec, kernel))
         backend.created(store)
     backend.ready(store)
     ident = backend.identity()

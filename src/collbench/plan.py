@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from collbench.catalog.algorithms import DEFAULT, Algorithm, Catalog
 from collbench.catalog.collectives import COLLECTIVES, OSU_BW_WINDOW, Kind, RulesBytes, osu_defaults
+from collbench.catalog.openmpi import libnbc_mca
 from collbench.errors import UserError, did_you_mean
 from collbench.sizes import format_size, parse_size
 from collbench.spec import AlgorithmChoice, Spec
@@ -36,7 +37,9 @@ PLAN_HISTORY: Final[dict[int, str]] = {
     1: "campaign, seed, backend, launches: [{launch_id, repetition, nprocs, mapping, "
        "binding, oversubscribe, mca, env, swept, selection, timeout_s, validate, samples, "
        "points: [{collective, algorithm, algorithm_id, segsize, fanout, size_bytes, "
-       "iterations, warmup}]}]",
+       "iterations, warmup}]}]; non-blocking points (ibcast, ...) add test_calls, compute, "
+       "hide_steps (absent on the others); a workload launch adds program: {name, args, "
+       "params, metrics, primary} (absent on kernel launches)",
 }
 MPIT: Final = "mpit"
 LAUNCH: Final = "launch"
@@ -58,10 +61,38 @@ class Point:
     size_bytes: int
     iterations: int
     warmup: int
+    # Non-blocking collectives only (None/0 on the others): the kernel's job-line options.
+    test_calls: int | None = None  # MPI_Test calls in the compute phase (OSU -t)
+    compute: str | None = None  # "auto", "<v>us" or "<v>x"
+    hide_steps: int = 0  # steps of the max-hideable-compute sweep (0: none)
 
     def job_line(self) -> str:
-        return (f"{self.collective} {self.algorithm_id or 0} {self.segsize} {self.fanout} "
+        line = (f"{self.collective} {self.algorithm_id or 0} {self.segsize} {self.fanout} "
                 f"{self.size_bytes} {self.iterations} {self.warmup}")
+        if self.test_calls is None:
+            return line
+        return (f"{line} test_calls={self.test_calls} compute={self.compute or 'auto'} "
+                f"hide_steps={self.hide_steps}")
+
+    def to_json(self) -> dict[str, Any]:
+        """As stored in plan.json: blocking points without the non-blocking keys."""
+        d = asdict(self)
+        if self.test_calls is None:
+            for key in ("test_calls", "compute", "hide_steps"):
+                del d[key]
+        return d
+
+    def work_seconds(self, nprocs: int) -> float:
+        """Modelled time of the whole point: (warm-up + iterations) × one iteration; a
+        non-blocking point runs the pure loop, the overlapped loop (pure + compute) and
+        hide_steps more overlapped loops (compute k/K of the pure time, on average (K+1)/2K)."""
+        comm = self.modelled_seconds(nprocs)
+        per = comm
+        if self.test_calls is not None:
+            k = self.hide_steps
+            per = (2 + k) * comm + _compute_seconds(self.compute, comm) + (
+                comm * (k + 1) / 2 if k else 0.0)
+        return (self.iterations + self.warmup) * per
 
     def modelled_seconds(self, nprocs: int) -> float:
         """Modelled time of one iteration: α·⌈log2 P⌉ + bytes/β, plus OSU's barrier.
@@ -82,6 +113,38 @@ class Point:
         return 2 * ALPHA_S * steps + volume / BETA_BYTES_PER_S
 
 
+def _compute_seconds(compute: str | None, comm_s: float) -> float:
+    """The dummy compute of one overlapped iteration: auto = the pure time, <v>x, <v>us."""
+    if compute is None or compute == "auto":
+        return comm_s
+    if compute.endswith("x"):
+        return float(compute[:-1]) * comm_s
+    return float(compute.removesuffix("us")) * 1e-6
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """What a workload launch runs instead of the kernel (spec [workload]): the program's
+    arguments for this launch, and how its output becomes a row."""
+
+    name: str  # the row's collective column
+    args: tuple[str, ...]  # after the executable, placeholders substituted
+    params: tuple[tuple[str, str], ...]  # this launch's workload.params, as text, sorted
+    metrics: tuple[tuple[str, str], ...] = ()  # (name, regex); empty: a JSON object line
+    primary: str | None = None  # the metric stored as avg_us (None: the first usual one)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "args": list(self.args), "params": dict(self.params),
+                "metrics": dict(self.metrics), "primary": self.primary}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> ProgramRun:
+        return ProgramRun(str(data["name"]), tuple(str(a) for a in data["args"]),
+                          tuple(sorted((str(k), str(v)) for k, v in data["params"].items())),
+                          tuple((str(k), str(v)) for k, v in data["metrics"].items()),
+                          None if data["primary"] is None else str(data["primary"]))
+
+
 @dataclass(frozen=True)
 class Launch:
     launch_id: str  # f"{index:04d}-{sha256(content)[:8]}", index = position in run order
@@ -98,6 +161,7 @@ class Launch:
     timeout_s: float
     validate: bool
     samples: bool
+    program: ProgramRun | None = None  # a workload launch: this program, not the kernel
 
     def job_lines(self) -> list[str]:
         """Kernel job file: `collective algorithm_id segsize fanout size iterations warmup`."""
@@ -105,7 +169,7 @@ class Launch:
 
     def estimate_seconds(self, startup_s: float = 1.5) -> float:
         """Rough wall time: start-up plus modelled iterations (see Point.modelled_seconds)."""
-        work = sum((p.iterations + p.warmup) * p.modelled_seconds(self.nprocs) for p in self.points)
+        work = sum(p.work_seconds(self.nprocs) for p in self.points)
         return startup_s + work * (OVERSUBSCRIBED_SLOWDOWN if self.oversubscribe else 1.0)
 
     def to_json(self) -> dict[str, Any]:
@@ -115,7 +179,8 @@ class Launch:
             "oversubscribe": self.oversubscribe, "mca": dict(self.mca), "env": dict(self.env),
             "swept": dict(self.swept), "selection": self.selection,
             "timeout_s": self.timeout_s, "validate": self.validate, "samples": self.samples,
-            "points": [asdict(p) for p in self.points],
+            "points": [p.to_json() for p in self.points],
+            **({"program": self.program.to_json()} if self.program is not None else {}),
         }
 
     @staticmethod
@@ -131,6 +196,7 @@ class Launch:
             selection=str(data["selection"]), timeout_s=float(data["timeout_s"]),
             validate=bool(data["validate"]), samples=bool(data["samples"]),
             points=tuple(Point(**p) for p in data["points"]),
+            program=ProgramRun.from_json(data["program"]) if "program" in data else None,
         )
 
 
@@ -308,6 +374,10 @@ def _forcing(selection: str, block: _Block, catalog: Catalog,
     if selection == MPIT:
         return dynamic, {}
     coll, v = block.collective, block.variant
+    if v.algorithm.id is None and catalog.implementation == "openmpi":
+        return dynamic, {}  # e.g. SMPI's own algorithms: the backend forces those itself
+    if catalog.implementation == "openmpi" and COLLECTIVES[coll].nonblocking:
+        return {libnbc_mca(coll): str(v.algorithm.id)}, {}  # libnbc: no segsize, fanout
     if catalog.implementation == "openmpi":
         prefix = f"coll_tuned_{coll}_algorithm"
         mca = {**dynamic, prefix: str(v.algorithm.id)}
@@ -330,7 +400,7 @@ def _forcing(selection: str, block: _Block, catalog: Catalog,
 
 def _moves_data(coll: str, size: int, nprocs: int) -> bool:
     # OSU's reduce_scatter_block gives each rank size/P bytes: below P it moves nothing.
-    return not (coll == "reduce_scatter_block" and size < nprocs)
+    return not (coll in ("reduce_scatter_block", "ireduce_scatter_block") and size < nprocs)
 
 
 def _check_mca_allowed(spec: Spec, catalog: Catalog, source: str) -> None:
@@ -364,11 +434,24 @@ class _Expander:
         _check_mca_allowed(spec, catalog, source)
         self.criteria = [entry.criteria() for entry in spec.exclude]
 
-    def _point(self, coll: str, v: _Variant, size: int) -> Point:
+    def _point(self, coll: str, v: _Variant, size: int,
+               nb: tuple[int, str] | None = None) -> Point:
         it_osu, wu_osu = osu_defaults(coll, size)
         m = self.spec.measure
-        return Point(coll, v.algorithm.name, v.algorithm.id, v.segsize, v.fanout, size,
-                     m.iterations.at(size) or it_osu, m.warmup.at(size) or wu_osu)
+        point = Point(coll, v.algorithm.name, v.algorithm.id, v.segsize, v.fanout, size,
+                      m.iterations.at(size) or it_osu, m.warmup.at(size) or wu_osu)
+        if nb is None:
+            return point
+        hide = m.nonblocking.hide if m.nonblocking is not None else 0
+        return replace(point, test_calls=nb[0], compute=nb[1], hide_steps=hide)
+
+    def nb_variants(self, coll: str) -> list[tuple[int, str] | None]:
+        """(test_calls, compute) of a non-blocking collective's points per size: point
+        dimensions, each its own block of ascending sizes; [None] for the others."""
+        if not COLLECTIVES[coll].nonblocking:
+            return [None]
+        nb = self.spec.measure.nonblocking
+        return list(nb.variants()) if nb is not None else [(0, "auto")]
 
     def blocks(self, at: dict[str, Any]) -> list[_Block]:
         out = []
@@ -377,12 +460,13 @@ class _Expander:
                 here = {**at, "collective": coll, "segsize": v.segsize, "fanout": v.fanout}
                 if not self.catalog.applicable(v.algorithm, at["nprocs"]):
                     continue  # e.g. two_proc refuses P != 2: not a measurement, skip it
-                points = tuple(self._point(coll, v, size) for size in self.sizes[coll]
-                               if _moves_data(coll, size, at["nprocs"])
-                               and not _excluded(self.criteria, {**here, "size": size},
-                                                 v.algorithm))
-                if points:
-                    out.append(_Block(coll, v, points))
+                for nb in self.nb_variants(coll):
+                    points = tuple(self._point(coll, v, size, nb) for size in self.sizes[coll]
+                                   if _moves_data(coll, size, at["nprocs"])
+                                   and not _excluded(self.criteria, {**here, "size": size},
+                                                     v.algorithm))
+                    if points:
+                        out.append(_Block(coll, v, points))
         return out
 
     def _forced_by_user(self, block: _Block, mca: Mapping[str, str]) -> _Block:
@@ -405,7 +489,11 @@ class _Expander:
         mpit = [b for b in blocks if (switching and b.variant.algorithm.runtime_switchable
                                       if b.is_default else self.modes[b.collective] == MPIT)]
         groups = [(MPIT, mpit), (NONE, [b for b in blocks if b.is_default and b not in mpit])]
-        groups += [(LAUNCH, [b]) for b in forced if self.modes[b.collective] == LAUNCH]
+        by_variant: dict[tuple[str, _Variant], list[_Block]] = {}
+        for b in forced:  # a variant's blocks (one per non-blocking setting): one launch
+            if self.modes[b.collective] == LAUNCH:
+                by_variant.setdefault((b.collective, b.variant), []).append(b)
+        groups += [(LAUNCH, bs) for bs in by_variant.values()]
         return [self._launch(sel, bs, dims, swept, repetition) for sel, bs in groups if bs]
 
     def _launch(self, selection: str, blocks: list[_Block], dims: dict[str, Any],
@@ -432,6 +520,13 @@ def _user_forced(coll: str, mca: Mapping[str, str], catalog: Catalog,
                  source: str) -> tuple[Algorithm, int, int] | None:
     """(algorithm, segsize, fanout) that the user's own MCA settings force on `coll` (Open
     MPI obeys coll_tuned_<coll>_algorithm only with dynamic rules on), else None."""
+    if COLLECTIVES[coll].nonblocking:  # libnbc obeys its parameter without dynamic rules
+        value = mca.get(libnbc_mca(coll))
+        if value is None:
+            return None
+        ref_nb: str | int = int(value) if value.strip().isdigit() else value
+        alg_nb = catalog.resolve(coll, ref_nb, f"{source}: mca: {libnbc_mca(coll)}")
+        return None if alg_nb.name == DEFAULT else (alg_nb, 0, 0)
     prefix = f"coll_tuned_{coll}_algorithm"
     value = mca.get(prefix)
     if value is None or _truthy(mca.get("coll_tuned_use_dynamic_rules", "0")) != "1":
@@ -457,7 +552,8 @@ def _user_forced(coll: str, mca: Mapping[str, str], catalog: Catalog,
 def _shuffle_blocks(launch: Launch, rng: random.Random) -> Launch:
     """Shuffle the collective × variant blocks; sizes stay ascending inside each."""
     def key(p: Point) -> tuple[Any, ...]:
-        return p.collective, p.algorithm, p.algorithm_id, p.segsize, p.fanout
+        return p.collective, p.algorithm, p.algorithm_id, p.segsize, p.fanout, p.test_calls, \
+            p.compute
 
     blocks = [tuple(g) for _, g in itertools.groupby(launch.points, key=key)]
     rng.shuffle(blocks)
@@ -481,7 +577,7 @@ def _check_size(spec: Spec, expander: _Expander, source: str) -> None:
     zipped = {name: group[0] for group in spec.zip for name in group}
     combos = math.prod(len(dims[n]) for n in dims if zipped.get(n, n) == n)
     per_combo = sum(len(expander.variants[c]) * len(expander.sizes[c])
-                    for c in spec.measure.collectives)
+                    * len(expander.nb_variants(c)) for c in spec.measure.collectives)
     launches = combos * spec.run.repetitions * (1 + sum(
         len(expander.variants[c]) for c in spec.measure.collectives))
     points = combos * spec.run.repetitions * per_combo
@@ -500,11 +596,14 @@ def make_plan(spec: Spec, catalog: Catalog, source: str = "the spec",
     `cores` (default: this machine's) decides oversubscribe = "auto". The seed is the spec's,
     or a fresh one recorded in Plan.seed; the same spec and seed give the same plan.
     """
-    expander = _Expander(spec, catalog, source, cores or os.cpu_count() or 1)
-    _check_size(spec, expander, source)
-    launches = [launch for repetition in range(spec.run.repetitions)
-                for dims in _combinations(spec)
-                for launch in expander.launches(dims, repetition)]
+    if spec.workload is not None:
+        launches = program_launches(spec, source, cores or os.cpu_count() or 1)
+    else:
+        expander = _Expander(spec, catalog, source, cores or os.cpu_count() or 1)
+        _check_size(spec, expander, source)
+        launches = [launch for repetition in range(spec.run.repetitions)
+                    for dims in _combinations(spec)
+                    for launch in expander.launches(dims, repetition)]
     if not launches:
         raise UserError(f"{source}: exclude: every point is excluded; nothing to measure")
     seed = spec.run.seed if spec.run.seed is not None else secrets.randbits(32)
@@ -514,3 +613,75 @@ def make_plan(spec: Spec, catalog: Catalog, source: str = "the spec",
         rng.shuffle(launches)
     return Plan(spec.campaign.name, seed, spec.run.backend,
                 tuple(_with_id(i, launch) for i, launch in enumerate(launches)))
+
+
+# --- workloads: a program instead of the kernel ---------------------------------------------
+
+def _program_excluded(criteria: list[dict[str, list[Any]]], at: dict[str, Any]) -> bool:
+    return any(all(at.get(key) in values for key, values in crit.items()) for crit in criteria)
+
+
+def program_launches(spec: Spec, source: str, cores: int) -> list[Launch]:
+    """One launch per combination of the launch dimensions (nprocs, map_by, bind_to,
+    mca.sweep, workload.params) and repetition, each with one point: the program's row.
+    A built-in app's process grid (dims) must hold nprocs: refused here, before anything
+    runs."""
+    from collbench.spec.workload import APPS, grid_problem, param_text
+
+    wl = spec.workload
+    assert wl is not None
+    combos = math.prod(len(v) for v in spec.launch_dimensions().values())
+    if combos * spec.run.repetitions > MAX_LAUNCHES:
+        raise UserError(f"{source}: the plan would hold {combos * spec.run.repetitions:,} "
+                        f"launches; collbench plans at most {MAX_LAUNCHES:,}: sweep fewer "
+                        "params, process counts or repetitions per campaign")
+    criteria = [entry.criteria() for entry in spec.exclude]
+    dims_key = wl.app is not None and APPS[wl.app].dims
+    out: list[Launch] = []
+    for repetition in range(spec.run.repetitions):
+        for dims in _combinations(spec):
+            nprocs = dims["nprocs"]
+            values = {k: param_text(dims[k]) for k in wl.params}
+            if dims_key and "dims" in values:
+                problem = grid_problem(values["dims"], nprocs)
+                if problem:
+                    raise UserError(f"{source}: workload.params.dims: {problem}; give dims "
+                                    "whose product is nprocs (zip them: zip = [[\"nprocs\", "
+                                    "\"dims\"]]) or exclude the pair")
+            at = {**dims, **values, "repetition": repetition}
+            if "size" in values:  # exclude's size is the program's size param, in bytes
+                at["size"] = _int_param(values, "size")
+            if _program_excluded(criteria, at):
+                continue
+            out.append(_program_launch(spec, dims, values, repetition, cores))
+    return out
+
+
+def _int_param(values: Mapping[str, str], key: str) -> int:
+    text = values.get(key, "0").strip()
+    try:
+        return parse_size(text)
+    except ValueError:
+        return 0
+
+
+def _program_launch(spec: Spec, dims: dict[str, Any], values: dict[str, str],
+                    repetition: int, cores: int) -> Launch:
+    wl = spec.workload
+    assert wl is not None
+    nprocs = dims["nprocs"]
+    swept = {k: v for k, v in dims.items() if k in spec.mca.sweep}
+    mca = {**spec.mca.fixed, **swept}
+    name = wl.label()
+    point = Point(name, DEFAULT, None, 0, 0, _int_param(values, "size"),
+                  _int_param(values, "iterations"), _int_param(values, "warmup"))
+    program = ProgramRun(name, tuple(wl.arguments(values, nprocs)),
+                         tuple(sorted(values.items())),
+                         tuple(wl.metric_patterns().items()), wl.primary())
+    oversubscribe = (nprocs > cores if spec.run.oversubscribe == "auto"
+                     else bool(spec.run.oversubscribe))
+    return Launch(
+        launch_id="", repetition=repetition, nprocs=nprocs, mapping=dims["map_by"],
+        binding=dims["bind_to"], oversubscribe=oversubscribe, mca=tuple(sorted(mca.items())),
+        env=(), swept=tuple(sorted(swept.items())), selection=NONE, points=(point,),
+        timeout_s=spec.run.timeout, validate=False, samples=False, program=program)

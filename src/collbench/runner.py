@@ -15,9 +15,10 @@ from typing import Any
 
 from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
 from collbench.errors import UserError
-from collbench.launch.base import Backend, KernelCall, LaunchBackend, LaunchOutcome
+from collbench.launch import program as programs
+from collbench.launch.base import Backend, LaunchBackend, LaunchOutcome, call_for
 from collbench.launch.batch import BatchBackend, Done
-from collbench.plan import Launch, Plan
+from collbench.plan import Launch, Plan, Point
 from collbench.progress import Progress
 from collbench.records import make_row
 from collbench.store import Store
@@ -101,6 +102,35 @@ def kernel_metrics(got: dict[str, Any]) -> str | None:
     return json.dumps(metrics, sort_keys=True) if metrics else None
 
 
+# A non-blocking point's figures (kernel output keys, OSU's names: docs/nonblocking.md).
+NONBLOCKING_METRICS = ("overall_us", "compute_us", "init_us", "test_us", "wait_us", "pure_us",
+                       "min_comm_us", "max_comm_us", "overlap_pct", "overlap_imb_pct",
+                       "overlap_raw_pct", "slowdown_us", "max_hidden_us", "max_hidden_pct",
+                       "hide_bound_us")
+
+
+def nonblocking_metrics(point: Point, got: dict[str, Any]) -> dict[str, Any]:
+    """A non-blocking point's metrics: its settings (test_calls, compute, hide_steps: from
+    the plan, so that failed points group with their settings too) and the figures the
+    kernel measured; {} for a blocking point."""
+    if point.test_calls is None:
+        return {}
+    out: dict[str, Any] = {"test_calls": point.test_calls, "compute": point.compute}
+    if point.hide_steps:
+        out["hide_steps"] = point.hide_steps
+    out.update({k: got[k] for k in NONBLOCKING_METRICS if got.get(k) is not None})
+    return out
+
+
+def with_metrics(metrics: str | None, extra: dict[str, Any]) -> str | None:
+    """`metrics` (a JSON object or None) with the keys of `extra` added; keys already there
+    are kept as they are."""
+    if not extra:
+        return metrics
+    merged = {**extra, **(json.loads(metrics) if metrics else {})}
+    return json.dumps(merged, sort_keys=True)
+
+
 def build_rows(
     launch: Launch, measured: list[dict[str, Any]], outcome: LaunchOutcome, ctx: RowContext,
     nodes: int,
@@ -137,9 +167,63 @@ def build_rows(
             avg_us=got.get("avg_us"), min_us=got.get("min_us"), max_us=got.get("max_us"),
             median_us=got.get("median_us"), bandwidth_mbs=got.get("bandwidth_mbs"),
             validated=bool(got.get("validated", False)), status=got.get("status", "failed"),
-            error=got.get("error"), metrics=kernel_metrics(got),
+            error=got.get("error"),
+            metrics=with_metrics(kernel_metrics(got), nonblocking_metrics(point, got)),
         ))
     return rows
+
+
+def program_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: RowContext,
+                 nodes: int) -> list[dict[str, Any]]:
+    """The row of a workload launch (docs/workloads.md): source "program", collective = the
+    program's name, every metric it reported in `metrics`, its time in avg_us (the primary
+    metric, µs), min/max/median_us and bandwidth_mbs when it reports those keys. A program
+    that exits non-zero, times out or prints nothing readable gives a failed/timeout row
+    with its output's tail and no number; one that reports `"valid": false` is invalid."""
+    prog = launch.program
+    assert prog is not None
+    point = launch.points[0]
+    metrics, why = programs.parse_metrics(stdout, dict(prog.metrics))
+    avg: float | None = None
+    if metrics is not None and not why:
+        avg, why = programs.primary_us(metrics, prog.primary)
+    status = "ok"
+    if outcome.status == "timeout":
+        status, why = "timeout", f"launch timed out after {launch.timeout_s:g} s"
+    elif outcome.status != "ok":
+        status, why = "failed", f"launch exited with status {outcome.returncode}"
+    elif why:
+        status = "failed"
+    elif metrics is not None and metrics.get("valid") is False:
+        status, why = "invalid", "the program reported valid = false"
+    got = metrics if metrics is not None and status in ("ok", "invalid") else {}
+    if status != "ok":
+        tails = [f"{name}: {' '.join(text.split())[-ERROR_TAIL // 2:]}" for name, text in
+                 (("stdout", stdout), ("stderr", outcome.stderr_tail)) if text.strip()]
+        why = "; ".join([why, *tails])
+    number = programs.number
+    params = json.loads(launch_params(launch))
+    params["program"] = dict(prog.params)
+    size = number(got, "size_bytes")
+    return [make_row(
+        campaign=ctx.campaign, launch_id=launch.launch_id, repetition=launch.repetition,
+        backend=ctx.backend, source="program", mpi=ctx.mpi, mpi_version=ctx.mpi_version,
+        collective=prog.name, algorithm=point.algorithm, algorithm_id=None, segsize=0,
+        fanout=0, selection=launch.selection, params=json.dumps(params, sort_keys=True),
+        nprocs=launch.nprocs, nodes=nodes, ppn=max(1, launch.nprocs // max(nodes, 1)),
+        mapping=launch.mapping, binding=launch.binding,
+        size_bytes=int(size) if size is not None else point.size_bytes,
+        iterations=int(number(got, "iterations") or point.iterations),
+        warmup=int(number(got, "warmup") or point.warmup),
+        avg_us=avg if status == "ok" else None,
+        min_us=number(got, "min_us") if status == "ok" else None,
+        max_us=number(got, "max_us") if status == "ok" else None,
+        median_us=number(got, "median_us") if status == "ok" else None,
+        bandwidth_mbs=number(got, "bandwidth_mbs") if status == "ok" else None,
+        validated=got.get("valid") is True, status=status, error=why or None,
+        metrics=json.dumps({**got, "primary_metric": programs.primary_name(got, prog.primary)},
+                           sort_keys=True, default=str) if got else None,
+    )]
 
 
 def _write_samples(launch: Launch, measured: list[dict[str, Any]], path: Path) -> Path | None:
@@ -190,8 +274,8 @@ def run_campaign(
             if work.exists():
                 shutil.rmtree(work)  # leftovers of an interrupted attempt
             work.mkdir(parents=True)
-            call = KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug, wrapper)
-            call.jobfile.write_text("\n".join(launch.job_lines()) + "\n")
+            call = call_for(launch, kernel, work, debug, wrapper)
+            call.prepare(launch)
             outcome = backend.run(launch, call, intr)
             if outcome.status == "interrupted" or intr.flag:
                 summary.interrupted = True
@@ -207,9 +291,15 @@ def _record(store: Store, launch: Launch, outcome: LaunchOutcome, ctx: RowContex
             summary: Summary, extra_meta: dict[str, Any] | None = None) -> int:
     """Store one launch that ran (its rows and meta), count it; its number of ok points."""
     work = store.work_dir(launch.launch_id)
-    measured = read_kernel_output(work / "kernel.jsonl")
-    rows = build_rows(launch, measured, outcome, ctx, nodes)
-    samples = _write_samples(launch, measured, work / "samples.jsonl")
+    samples = None
+    if launch.program is not None:  # a workload launch: the program's stdout is its row
+        stdout = programs.read_stdout(work / "stdout.txt")
+        rows = program_rows(launch, stdout, outcome, ctx, nodes)
+        extra_meta = {**(extra_meta or {}), "stdout_tail": stdout[-ERROR_TAIL:]}
+    else:
+        measured = read_kernel_output(work / "kernel.jsonl")
+        rows = build_rows(launch, measured, outcome, ctx, nodes)
+        samples = _write_samples(launch, measured, work / "samples.jsonl")
     meta = {
         "launch_id": launch.launch_id, "status": outcome.status,
         "command": outcome.command, "returncode": outcome.returncode,

@@ -1,6 +1,7 @@
 """One contract, every registered backend (as ReFrame tests its launchers): made by one
 call, it plans, describes itself, builds command lines that end in the kernel's own
-arguments, counts nodes, shows a dry run, and (launch backends) runs a launch for real."""
+arguments (or a workload program's), counts nodes, shows a dry run, and (launch backends)
+runs a launch — of the kernel and of a program — for real."""
 
 from __future__ import annotations
 
@@ -14,10 +15,18 @@ from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import find_mpi
 from collbench.errors import UserError
 from collbench.kernel.build import KernelBinary
-from collbench.launch.base import Backend, BackendSetup, KernelCall, LaunchBackend, create
+from collbench.launch.base import (
+    Backend,
+    BackendSetup,
+    KernelCall,
+    LaunchBackend,
+    ProgramCall,
+    create,
+)
 from collbench.launch.batch import BatchBackend
-from collbench.plan import Launch, Plan, Point
+from collbench.plan import Launch, Plan, Point, ProgramRun
 from collbench.spec import parse_spec
+from collbench.spec.workload import Workload
 from collbench.store import Store
 from tests.simgrid_support import SMALL
 
@@ -45,6 +54,11 @@ POINTS = (Point("bcast", "default", 0, 0, 0, 8, 5, 1),
           Point("bcast", "default", 0, 0, 0, 1024, 5, 1))
 LAUNCH = Launch("0000-contract", 0, 2, "core", "core", False, (), (), (), "none", POINTS,
                 60.0, False, False)
+RING = ProgramRun("ring", ("size=16", "iterations=5"), (("iterations", "5"), ("size", "16")),
+                  (), "avg_us")
+PROGRAM_LAUNCH = Launch("0001-contract", 0, 2, "core", "core", False, (), (), (), "none",
+                        (Point("ring", "default", None, 0, 0, 16, 5, 0),), 60.0, False, False,
+                        RING)
 
 
 def _backend(name: str, tmp_path: Path) -> Backend:
@@ -85,6 +99,21 @@ def test_command_is_a_list_ending_in_the_kernel_arguments(backend: Backend,
     assert argv[-len(kernel_args):] == kernel_args
 
 
+def test_command_launches_a_program_as_it_launches_the_kernel(backend: Backend,
+                                                              tmp_path: Path) -> None:
+    call = ProgramCall(Path("/p/ring"), tmp_path)
+    argv = backend.command(PROGRAM_LAUNCH, call)
+    assert all(isinstance(a, str) and "\n" not in a for a in argv)
+    assert argv[-3:] == ["/p/ring", "size=16", "iterations=5"]
+    kernel = backend.command(LAUNCH, KernelCall(Path("/k/collbench_kernel"),
+                                                tmp_path / "jobs.txt", tmp_path / "o.jsonl"))
+    # the same placement either way: only what follows the launcher's own arguments differs
+    assert argv[:-3] == kernel[:len(argv) - 3] or backend.name == "simgrid"
+    text = backend.dry_run(Plan("contract", 1, backend.name, (PROGRAM_LAUNCH,)),
+                           Path("/p/ring"), ())
+    assert "/p/ring size=16 iterations=5" in text and "--jobs" not in text
+
+
 def test_dry_run_shows_the_kernel(backend: Backend) -> None:
     text = backend.dry_run(Plan("contract", 1, backend.name, (LAUNCH,)),
                            Path("/k/collbench_kernel"), ())
@@ -121,3 +150,29 @@ def test_a_launch_runs_for_real(name: str, tmp_path: Path, kernel: KernelBinary,
     assert outcome.status == "ok", outcome.stderr_tail
     assert len(call.outfile.read_text().splitlines()) == len(POINTS)
     assert outcome.hosts and outcome.command[-len(call.argv(LAUNCH)) + 1:] == call.argv(LAUNCH)[1:]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", [n for n in registry.names() if n != "slurm"])
+def test_a_program_runs_for_real(name: str, tmp_path: Path,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each launch backend runs a workload's program (the ring mini-app, built with the
+    backend's own compiler): ok, its JSON line on stdout.txt, its arguments last."""
+    monkeypatch.setenv("OMPI_MCA_mpi_yield_when_idle", "1")
+    monkeypatch.setenv("COLLBENCH_CACHE", str(tmp_path / "cache"))
+    backend = _backend(name, tmp_path)
+    assert isinstance(backend, LaunchBackend)
+    backend.ready(Store(tmp_path / "results"))
+    binary = backend.build_program(Workload(app="ring"))
+    work = tmp_path / "work"
+    work.mkdir()
+    call = ProgramCall(binary.path, work)
+    call.prepare(PROGRAM_LAUNCH)
+    outcome = backend.run(PROGRAM_LAUNCH, call, lambda: False)
+    assert outcome.status == "ok", outcome.stderr_tail
+    import json
+
+    line = json.loads(call.outfile.read_text().strip().splitlines()[-1])
+    # the fake backend starts the program as one process (a singleton)
+    assert line["valid"] is True and line["nprocs"] == (1 if name == "fake" else 2)
+    assert outcome.command[-3:] == [str(binary.path), "size=16", "iterations=5"]

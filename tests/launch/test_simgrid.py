@@ -10,10 +10,17 @@ from typing import Any
 
 import pytest
 
+from collbench.catalog import ompi_decisions
 from collbench.catalog.collectives import COLLECTIVES, Kind
 from collbench.catalog.load import load_catalog
 from collbench.catalog.mpi import find_mpi
-from collbench.catalog.simgrid import MPICH, OPENMPI, SMPI_SWITCHES, selector
+from collbench.catalog.simgrid import (
+    MPICH,
+    OPENMPI,
+    SMPI_ALGORITHMS,
+    SMPI_SWITCHES,
+    selector,
+)
 from collbench.cli import main
 from collbench.launch.simgrid import SmpiTools
 from collbench.records import COLUMNS
@@ -85,17 +92,22 @@ def test_mapping_names_exist_in_smpi_for_every_collective(
     for coll in SMPI_SWITCHES:
         have = smpi_algorithms(smpi_tools, smpi_kernel, platform, coll, tmp_path)
         assert selector("openmpi") in have and selector("mpich") in have
+        # smpi:<name> accepts exactly SMPI's list (without its selector and auto-tuner)
+        assert set(SMPI_ALGORITHMS[coll]) == have - {"default", "automatic"}, coll
         for table in (OPENMPI, MPICH):
             for name, alg in table.get(coll, {}).items():
                 assert alg is None or alg.smpi in have, (coll, name, alg)
-    # every Open MPI algorithm of every collective is either mapped or said to be missing
+    # every coll/tuned algorithm of every collective is either mapped or said to be missing
     for coll in blocking:
+        if coll not in ompi_decisions.ALGORITHMS:
+            continue  # gatherv, scatterv: no coll/tuned algorithm; non-blocking: libnbc's
         for known in catalog.of(coll):
             assert known.name in OPENMPI.get(coll, {}), (coll, known.name)
     assert main(["algorithms", "--backend", "simgrid", "bcast"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"bcast\s+binomial\s+binomial_tree\s+equivalent", out)
-    assert re.search(r"bcast\s+chain\s+-\s+not in SMPI", out)
+    assert re.search(r"bcast\s+binomial\s+6\s+port\s+smpi:binomial_tree\s+equivalent", out)
+    assert re.search(r"bcast\s+chain\s+2\s+port\s+-\s+not in SMPI", out)
+    assert re.search(r"bcast\s+smpi:NTSL\s+smpi\s+SMPI only", out)
 
 
 def test_run_gives_rows_shaped_like_a_local_run(
@@ -115,8 +127,10 @@ def test_run_gives_rows_shaped_like_a_local_run(
     assert prov["simgrid"]["version"] == prov["mpi"]["version"]
     assert prov["simgrid"]["platform"] == "small"
     assert (sim / "platform.toml").read_text() == SMALL and (sim / "platform.xml").exists()
-    meta = json.loads(next((sim / "launches").glob("*.meta.json")).read_text())
-    assert "--cfg=smpi/coll-selector:ompi" in meta["command"]
+    for meta_file in (sim / "launches").glob("*.meta.json"):  # every launch runs the ports
+        command = json.loads(meta_file.read_text())["command"]
+        assert any(c.startswith("COLLBENCH_PORTS_TABLE=") for c in command)
+        assert not any(c.startswith("--cfg=smpi/coll-selector:") for c in command)
     # the same spec through the real local backend (Open MPI, 2 ranks)
     assert main(["run", str(spec(tmp_path, "local.toml", collectives='["bcast"]',
                                  algorithms='["default"]', nprocs="[2]", backend="local")),
@@ -177,13 +191,19 @@ def test_invalid_platform_fails_before_any_simulation(
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"algorithms": '["chain"]'},
-     "measure.algorithms[0]: openmpi bcast algorithm 'chain' is not implemented by SimGrid "
-     "SMPI; valid: default, basic_linear, pipeline, binary_tree, binomial"),
+    ({"algorithms": '["flattree"]'},
+     "measure.algorithms[0]: 'flattree' is not a bcast algorithm of openmpi 5.0; valid: "
+     "default, basic_linear (1), chain (2), pipeline (3), split_binary_tree (4), binary_tree "
+     "(5), binomial (6), knomial (7), scatter_allgather (8), scatter_allgather_ring (9) "
+     "('flattree' is SMPI's own algorithm: write smpi:flattree)"),
+    ({"algorithms": '["smpi:flat_tree"]'},
+     "measure.algorithms[0]: 'smpi:flat_tree' is not one of SMPI's bcast algorithms; valid: "
+     "smpi:arrival_pattern_aware,"),
     ({"extra": "", "map_by": '["numa"]'},
      "measure.map_by[0]: 'numa' is not simulated; valid: core, socket, node"),
-    ({"algorithms": '[{name = "pipeline", segsize = 8192}]'},
-     "measure.algorithms[0].segsize: SMPI's algorithms choose their own segment sizes"),
+    ({"algorithms": '[{name = "smpi:ompi_pipeline", segsize = 8192}]'},
+     "measure.algorithms[0].segsize: smpi:ompi_pipeline is SMPI's own algorithm, which "
+     "chooses its own segment size and fanout"),
 ])
 def test_what_smpi_cannot_do_is_rejected_before_anything_runs(
         tmp_path: Path, sim_env: Path, capsys: pytest.CaptureFixture[str],
@@ -191,7 +211,8 @@ def test_what_smpi_cannot_do_is_rejected_before_anything_runs(
     path = spec(tmp_path, collectives='["bcast"]', **change)
     out = tmp_path / "res"
     assert main(["run", str(path), "--platform", "orfeo-thin", "-o", str(out)]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
     assert not out.exists()
     assert main(["plan", str(path)]) == 2  # plan says the same
     assert message in capsys.readouterr().err
@@ -210,15 +231,16 @@ def test_mpit_and_mca_are_rejected(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_a_deadlock_is_a_failed_point_with_smpis_message(
         tmp_path: Path, sim_env: Path) -> None:
-    # An eager threshold below a linear_sync gather's second segment deadlocks SMPI 3.32;
-    # SMPI exits 0 after saying so: the points must still be failed, and the run go on.
+    # An eager threshold below SMPI's own linear_sync gather's second segment deadlocks SMPI
+    # 3.32; SMPI exits 0 after saying so: the points must still be failed, and the run go
+    # on. collbench's port of Open MPI's linear_sync (forced: one segment) runs.
     eager = small_platform(tmp_path, SMALL + "\n[smpi]\neager_threshold = 8192\n")
-    path = spec(tmp_path, collectives='["gather"]', algorithms='["linear_sync", "binomial"]',
-                sizes="[1, 65536]")
+    path = spec(tmp_path, collectives='["gather"]',
+                algorithms='["smpi:ompi_linear_sync", "linear_sync"]', sizes="[1, 65536]")
     out = tmp_path / "res"
     assert main(["run", str(path), "--platform", str(eager), "-o", str(out)]) == 1
     by = {(r["algorithm"], r["size_bytes"]): r for r in rows(out)}
-    assert by[("linear_sync", 1)]["status"] == "ok"
-    assert by[("linear_sync", 65536)]["status"] == "failed"
-    assert "Deadlock" in by[("linear_sync", 65536)]["error"]
-    assert by[("binomial", 65536)]["status"] == "ok"
+    assert by[("smpi:ompi_linear_sync", 1)]["status"] == "ok"
+    assert by[("smpi:ompi_linear_sync", 65536)]["status"] == "failed"
+    assert "Deadlock" in by[("smpi:ompi_linear_sync", 65536)]["error"]
+    assert by[("linear_sync", 65536)]["status"] == "ok"

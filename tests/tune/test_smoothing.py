@@ -58,3 +58,15 @@ def test_rules_file_header_says_what_weakens_the_evidence(tmp_path: Path) -> Non
     # the fake provenance says 2 cores: np=4 was oversubscribed
     assert any("evidence: measured oversubscribed (bcast np=4 on 2 cores)" in h for h in head)
     assert any("evidence: smoothing: bcast np=4" in h for h in head)
+
+
+def test_non_blocking_collectives_are_left_out_with_a_note(tmp_path: Path) -> None:
+    """libnbc reads no rules file: tune says so instead of failing on their contexts."""
+    write_store(tmp_path / "res", mpi="openmpi", version="5.0.11",
+                collectives=["bcast", "ibcast"], algorithms=[("default", 0), ("binomial", 6)],
+                sizes=[1, 1024], nprocs=[2], repetitions=6, timing=_flipping, noise=0.001)
+    from collbench.store import Store
+
+    sel = select(Store(tmp_path / "res"))
+    assert {c for c, _ in sel.tables} == {"bcast"}
+    assert any(n.startswith("ibcast: non-blocking") for n in sel.notes)

@@ -13,19 +13,21 @@ from dataclasses import asdict, dataclass
 from itertools import groupby
 from typing import Any, Final
 
-from collbench.analyse import stability
-from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median, median_ci
+from collbench.analyse import nonblocking, stability
+from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median, median_ci, shift_ci
 from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
 from collbench.errors import UserError, choice_error, did_you_mean
 from collbench.store import Store
 
 STATS: Final = {"avg": "avg_us", "median": "median_us", "min": "min_us", "max": "max_us"}
+# `compare --stat` also takes the non-blocking figures (from metrics; docs/statistics.md).
+COMPARE_STATS: Final = {**STATS, **nonblocking.METRIC_STATS}
 KEY_FIELDS: Final = ("collective", "nprocs", "nodes", "ppn", "mapping", "binding", "params",
                      "size_bytes")
 _ROW_COLUMNS: Final = ("collective", "nprocs", "nodes", "ppn", "mapping", "binding", "params",
                        "algorithm", "segsize", "fanout", "size_bytes", "repetition",
                        "launch_id", "iterations", "status", "avg_us", "min_us", "max_us",
-                       "median_us", "error")
+                       "median_us", "error", "metrics")
 # Launch parameters that only force the algorithm (the algorithm columns already say which):
 # dropped from `params` so that forced launches and the default share one context.
 
@@ -124,13 +126,17 @@ class Comparison:
     ranges: tuple[WinRange, ...]
     warnings: tuple[StabilityWarning, ...]
     notice: str | None = None  # shown above every output when nothing can be tested
+    # "ratio" (value / baseline, < 1 better) or, for overlap_pct, "difference" (value -
+    # baseline in percentage points, > 0 better); RatioStat.ratio holds that effect.
+    effect: str = "ratio"
 
     def to_json(self) -> dict[str, Any]:
         def point(p: PointStat) -> dict[str, Any]:
             return dict(asdict(p), label=p.label, values=list(p.values))
 
         return {
-            "stat": self.stat, "baseline": self.baseline, "confidence": self.confidence,
+            "stat": self.stat, "effect": self.effect, "baseline": self.baseline,
+            "confidence": self.confidence,
             "repetitions": self.repetitions, "notice": self.notice, "method": METHOD,
             "points": [point(p) for p in self.points],
             "ratios": [dict(asdict(r), point=point(r.point), baseline=point(r.baseline))
@@ -176,24 +182,29 @@ def block_title(collective: str, nprocs: int, nodes: int | None, ppn: int | None
 def compare(store: Store, baseline: str = "default", stat: str = "avg",
             collective: str | None = None, nprocs: int | None = None,
             confidence: float = 0.95) -> Comparison:
-    if stat not in STATS:
-        raise choice_error("collbench compare", "--stat", stat, STATS)
+    if stat not in COMPARE_STATS:
+        raise choice_error("collbench compare", "--stat", stat, COMPARE_STATS)
     if not 0 < confidence < 1:
         raise UserError(f"collbench compare: --confidence {confidence:g} is not valid; "
                         "valid: a number between 0 and 1, such as 0.95")
-    column = STATS[stat]
+    column = COMPARE_STATS[stat]
+    difference = stat in nonblocking.DIFFERENCE_STATS
     groups = _group(_fetch(store, collective, nprocs))
     points = [p for key, rows in groups.items()
               if (p := _point(key, rows, column, confidence)) is not None]
     if not points:
         statuses = sorted({str(r["status"]) for rows in groups.values() for r in rows})
-        raise UserError(f"{store.root}: no ok measurements with {column} to compare "
+        what = (f"{column} (a non-blocking figure: only rows of ibcast, iallgather, ... "
+                "have it)" if stat in nonblocking.METRIC_STATS else column)
+        raise UserError(f"{store.root}: no ok measurements with {what} to compare "
                         f"(statuses present: {', '.join(statuses)}); see collbench show")
     base = _resolve_baseline(baseline, points)
     points.sort(key=lambda p: (*_order(p), p.label != base, p.label))
-    ratios, missing = _ratios(points, base, confidence)
-    best = _best(points, ratios, base)
-    observed = [_observed(key, rows, column) for key, rows in groups.items()]
+    ratios, missing = _ratios(points, base, confidence, difference)
+    best = _best(points, ratios, base, difference)
+    # Stability of an overlap percentage is that of the timing behind it (overall_us).
+    watched = "overall_us" if difference else column
+    observed = [_observed(key, rows, watched) for key, rows in groups.items()]
     warnings = stability.check(observed, column, confidence, _cores(store))
     if missing:
         warnings.append(stability.StabilityWarning(
@@ -205,7 +216,8 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
     notice = (stability.REPETITION_NOTICE.format(
         needed=stability.repetitions_needed(observed, confidence)) if reps == 1 else None)
     return Comparison(column, base, confidence, reps, tuple(points), tuple(ratios),
-                      tuple(best), tuple(_ranges(best)), tuple(warnings), notice)
+                      tuple(best), tuple(_ranges(best)), tuple(warnings), notice,
+                      "difference" if difference else "ratio")
 
 
 # --- reading --------------------------------------------------------------------------
@@ -232,7 +244,12 @@ def _select(con: Any, collective: str | None, nprocs: int | None) -> list[dict[s
             args.append(val)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     cur = con.execute(f"SELECT {', '.join(_ROW_COLUMNS)} FROM measurements{where}", args)
-    return [dict(zip(_ROW_COLUMNS, r, strict=True)) for r in cur.fetchall()]
+    rows = [dict(zip(_ROW_COLUMNS, r, strict=True)) for r in cur.fetchall()]
+    for r in rows:  # the non-blocking figures as columns of their own
+        metrics = nonblocking.parse_metrics(r["metrics"])
+        r.update({col: nonblocking.figure(metrics, col)
+                  for col in (*nonblocking.METRIC_STATS.values(), "overall_us")})
+    return rows
 
 
 def _explain_empty(store: Store, con: Any, collective: str | None, nprocs: int | None) -> None:
@@ -250,7 +267,16 @@ def _explain_empty(store: Store, con: Any, collective: str | None, nprocs: int |
                     f"{', '.join(map(str, counts))}")
 
 
-def context_params(params: str | None) -> str | None:
+def context_params(params: str | None, metrics: str | None = None) -> str | None:
+    """The params that set a point's context: without forcing keys, with a non-blocking
+    point's settings (test_calls, compute: from `metrics`) under "nonblocking"."""
+    nb = nonblocking.setting(nonblocking.parse_metrics(metrics))
+    if nb:
+        base = context_params(params)
+        data = json.loads(base) if base and base.startswith("{") else {}
+        if base and not data:
+            data = {"params": base}
+        return json.dumps(dict(data, nonblocking=nb), sort_keys=True)
     if not params:
         return None
     try:
@@ -270,7 +296,8 @@ def _group(rows: Sequence[dict[str, Any]]) -> dict[PointKey, list[dict[str, Any]
     out: dict[PointKey, list[dict[str, Any]]] = {}
     for r in rows:
         key: PointKey = (str(r["collective"]), int(r["nprocs"] or 0), r["nodes"], r["ppn"],
-                         r["mapping"], r["binding"], context_params(r["params"]),
+                         r["mapping"], r["binding"],
+                         context_params(r["params"], r.get("metrics")),
                          str(r["algorithm"]), int(r["segsize"] or 0), int(r["fanout"] or 0),
                          int(r["size_bytes"] or 0))
         out.setdefault(key, []).append(r)
@@ -329,8 +356,10 @@ def _by_size(points: Sequence[PointStat]) -> dict[SizeKey, list[PointStat]]:
     return out
 
 
-def _ratios(points: Sequence[PointStat], base: str,
-            confidence: float) -> tuple[list[RatioStat], list[str]]:
+def _ratios(points: Sequence[PointStat], base: str, confidence: float,
+            difference: bool = False) -> tuple[list[RatioStat], list[str]]:
+    """Every point against the baseline at its size: the ratio value / baseline with its
+    log-scale Moses interval, or (difference) value - baseline with the plain one."""
     out: list[RatioStat] = []
     missing: list[str] = []
     alpha = 1 - confidence
@@ -339,7 +368,7 @@ def _ratios(points: Sequence[PointStat], base: str,
         if ref is None:
             missing.append(f"{block_title(*key[:7])} size {key[7]}")
             continue
-        if ref.value <= 0:
+        if ref.value <= 0 and not difference:
             continue
         tested = []
         for p in pts:
@@ -347,41 +376,50 @@ def _ratios(points: Sequence[PointStat], base: str,
                 continue
             testable = p.n >= 2 and ref.n >= 2
             p_raw = mann_whitney(p.values, ref.values).p_value if testable else None
-            hl = log_ratio_ci(p.values, ref.values, confidence) if testable else None
+            hl = ((shift_ci if difference else log_ratio_ci)(p.values, ref.values, confidence)
+                  if testable else None)
             tested.append((p, p_raw, hl[1] if hl else None))
         raw = [t[1] for t in tested if t[1] is not None]
         adjusted = iter(holm(raw))
         for p, p_raw, ci in tested:
             p_adj = next(adjusted) if p_raw is not None else None
+            none = 0.0 if difference else 1.0  # the effect of "no difference"
             significant = (None if p_adj is None else
-                           p_adj < alpha and ci is not None and (ci.high < 1 or ci.low > 1))
-            out.append(RatioStat(p, ref, p.value / ref.value, ci.low if ci else None,
+                           p_adj < alpha and ci is not None and (ci.high < none
+                                                                 or ci.low > none))
+            effect = p.value - ref.value if difference else p.value / ref.value
+            out.append(RatioStat(p, ref, effect, ci.low if ci else None,
                                  ci.high if ci else None, p_adj, significant, p_raw,
                                  ci.coverage if ci else None))
     return out, missing
 
 
-def _best(points: Sequence[PointStat], ratios: Sequence[RatioStat], base: str) -> list[Best]:
+def _best(points: Sequence[PointStat], ratios: Sequence[RatioStat], base: str,
+          difference: bool = False) -> list[Best]:
+    """The winner per size: the lowest time, or (difference: overlap) the highest value."""
     by_point = {id(r.point): r for r in ratios}
+    sign = -1.0 if difference else 1.0
     out = []
     for key, pts in _by_size(points).items():
-        winner = min(pts, key=lambda p: (p.value, p.label != base, p.label))
+        winner = min(pts, key=lambda p: (sign * p.value, p.label != base, p.label))
         ref = next((p for p in pts if p.label == base), None)
         r = by_point.get(id(winner))
         if ref is None:
             out.append(Best(key, winner, None, None, winner.label, "no baseline measured"))
         elif winner is ref:
-            out.append(Best(key, winner, 1.0, None, base))
+            out.append(Best(key, winner, 0.0 if difference else 1.0, None, base))
         elif r is None or r.significant is None:
             out.append(Best(key, winner, r.ratio if r else None, None, winner.label,
                             "untested: fewer than 2 repetitions"))
         elif r.significant:
             out.append(Best(key, winner, r.ratio, True, winner.label))
         else:
-            faster = [x for x in ratios if x.baseline is ref and x.significant and x.ratio < 1]
+            faster = [x for x in ratios if x.baseline is ref and x.significant
+                      and (x.ratio > 0 if difference else x.ratio < 1)]
             if faster:
-                alt = min(faster, key=lambda x: x.point.value).point.label
-                note = f"{winner.label} not significantly faster than {base}; {alt} is"
+                alt = min(faster, key=lambda x: sign * x.point.value).point.label
+                word = "better" if difference else "faster"
+                note = f"{winner.label} not significantly {word} than {base}; {alt} is"
                 out.append(Best(key, winner, r.ratio, False, alt, note))
             else:
                 out.append(Best(key, winner, r.ratio, False, base, "no significant difference"))

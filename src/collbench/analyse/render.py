@@ -88,7 +88,12 @@ def _header(c: Comparison, md: bool) -> list[str]:
         f"(up to {c.repetitions}); baseline: {c.baseline}; confidence: {pct}",
         f"ratio = value / {c.baseline}'s value (< 1: faster than the baseline); "
         f"ratio CI: {METHOD['ratio_ci']}; p: {METHOD['test']}, Holm within each size; "
-        f"significant = Holm p < {1 - c.confidence:.3g} and the ratio CI excludes 1",
+        f"significant = Holm p < {1 - c.confidence:.3g} and the ratio CI excludes 1"
+        if c.effect == "ratio" else
+        f"diff = value - {c.baseline}'s value in percentage points (> 0: more overlap than "
+        f"the baseline); diff CI: Hodges-Lehmann / Moses interval of the differences; p: "
+        f"{METHOD['test']}, Holm within each size; significant = Holm p < "
+        f"{1 - c.confidence:.3g} and the diff CI excludes 0",
         f"recommended: {METHOD['recommended']}",
     ]
     if _any_short_coverage(c):
@@ -118,7 +123,8 @@ def _range_title(r: WinRange) -> str:
 
 
 def _point_columns(c: Comparison) -> list[str]:
-    return ["size", "algorithm", "n", c.stat, "CI", "ratio", "ratio CI", "p", "verdict"]
+    effect = "ratio" if c.effect == "ratio" else "diff"
+    return ["size", "algorithm", "n", c.stat, "CI", effect, f"{effect} CI", "p", "verdict"]
 
 
 _BEST_COLUMNS: Final = ["size", "fastest", "value", "ratio", "p", "recommended", "note"]
@@ -126,14 +132,16 @@ _BEST_COLUMNS: Final = ["size", "fastest", "value", "ratio", "p", "recommended",
 
 def _point_row(c: Comparison, p: PointStat, r: RatioStat | None) -> dict[str, Any]:
     base = p.label == c.baseline
+    effect = "ratio" if c.effect == "ratio" else "diff"
     return {
         "size": format_size(p.size_bytes), "algorithm": p.label, "n": p.n,
         c.stat: fmt_num(p.value),
         "CI": fmt_interval(p.ci_low, p.ci_high, p.ci_coverage, c.confidence),
-        "ratio": "1" if base else fmt_num(r.ratio if r else None),
-        "ratio CI": fmt_interval(r.ci_low, r.ci_high, r.ci_coverage, c.confidence) if r else "-",
+        effect: ("1" if effect == "ratio" else "0") if base else fmt_num(r.ratio if r else None),
+        f"{effect} CI": fmt_interval(r.ci_low, r.ci_high, r.ci_coverage, c.confidence)
+        if r else "-",
         "p": fmt_p(r.p_value if r else None),
-        "verdict": "baseline" if base else _verdict(r),
+        "verdict": "baseline" if base else _verdict(r, c.effect),
     }
 
 
@@ -146,13 +154,15 @@ def _best_row(c: Comparison, b: Best) -> dict[str, Any]:
     }
 
 
-def _verdict(r: RatioStat | None) -> str:
+def _verdict(r: RatioStat | None, effect: str = "ratio") -> str:
     if r is None:
         return "no baseline"
     if r.significant is None:
         return "untested"
     if not r.significant:
         return "n.s."
+    if effect == "difference":
+        return "more overlap" if r.ratio > 0 else "less overlap"
     return "faster" if r.ratio < 1 else "slower"
 
 
@@ -169,7 +179,8 @@ def _csv_rows(c: Comparison) -> list[dict[str, Any]]:
             "algorithm": p.label, "size_bytes": p.size_bytes, "stat": c.stat, "n": p.n,
             "value": p.value, "ci_low": p.ci_low, "ci_high": p.ci_high,
             "ci_coverage": p.ci_coverage,
-            "ratio": 1.0 if p.label == c.baseline else (r.ratio if r else None),
+            "ratio": (1.0 if c.effect == "ratio" else 0.0) if p.label == c.baseline
+            else (r.ratio if r else None),
             "ratio_ci_low": r.ci_low if r else None, "ratio_ci_high": r.ci_high if r else None,
             "ratio_ci_coverage": r.ci_coverage if r else None,
             "p_raw": r.p_raw if r else None, "p_value": r.p_value if r else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from collbench.analyse.nonblocking import SHOW_FIGURES
 from collbench.sizes import format_size
 from collbench.store import Store
 from collbench.tables import render
@@ -13,6 +14,17 @@ GROUP = ("collective", "nprocs", "mapping", "binding", "params", "algorithm", "s
          "fanout", "size_bytes")
 TABLE_COLUMNS = ("algorithm", "size", "avg_us", "min_us", "max_us", "median_us",
                  "bandwidth_mbs", "iterations", "reps", "status")
+# Non-blocking rows: their settings (from metrics) are part of the point, their figures
+# (means over ok repetitions) extra columns. avg/min/max_us are the pure communication.
+NB_SETTINGS = ("test_calls", "compute")
+NB_COLUMNS = (*NB_SETTINGS, *SHOW_FIGURES)
+
+
+def _nb_sql() -> str:
+    settings = [f"json_extract_string(metrics, '$.{k}') AS {k}" for k in NB_SETTINGS]
+    figures = [f"avg(TRY_CAST(json_extract_string(metrics, '$.{k}') AS DOUBLE)) "
+               f"FILTER (status = 'ok') AS {k}" for k in SHOW_FIGURES]
+    return ",\n               ".join([*settings, *figures])
 
 
 def _filters(collective: str | None, algorithm: str | None,
@@ -39,11 +51,12 @@ def aggregate(store: Store, collective: str | None = None, algorithm: str | None
                avg(bandwidth_mbs) FILTER (status = 'ok') AS bandwidth_mbs,
                max(iterations) AS iterations,
                count(*) FILTER (status = 'ok') AS reps,
-               string_agg(DISTINCT status, ',' ORDER BY status) AS status
+               string_agg(DISTINCT status, ',' ORDER BY status) AS status,
+               {_nb_sql()}
         FROM measurements{where}
-        GROUP BY {group}
+        GROUP BY {group}, test_calls, compute
         ORDER BY collective, nprocs, mapping, binding, params, algorithm, segsize, fanout,
-                 size_bytes
+                 TRY_CAST(test_calls AS BIGINT) NULLS FIRST, compute NULLS FIRST, size_bytes
     """
     con = store.connect()
     try:
@@ -67,8 +80,9 @@ def show(store: Store, fmt: str = "table", collective: str | None = None,
     for r in rows:
         r["size"] = format_size(int(r["size_bytes"]))
         r["algorithm"] = _label(r)
+    nb = [c for c in NB_COLUMNS if any(r.get(c) is not None for r in rows)]
     if fmt != "table":
-        cols = [c for c in GROUP if c not in ("algorithm",)] + list(TABLE_COLUMNS)
+        cols = [c for c in GROUP if c not in ("algorithm",)] + list(TABLE_COLUMNS) + nb
         cols = list(dict.fromkeys(cols))
         return render(rows, cols, fmt)
     if not rows:
@@ -77,6 +91,11 @@ def show(store: Store, fmt: str = "table", collective: str | None = None,
     for key, block in _blocks(rows):
         cols = [c for c in TABLE_COLUMNS
                 if c != "bandwidth_mbs" or any(r.get("bandwidth_mbs") for r in block)]
+        extra = [c for c in NB_COLUMNS if any(r.get(c) is not None for r in block)]
+        if extra:  # non-blocking: settings after the algorithm, figures after the times
+            cols = [cols[0], *[c for c in extra if c in NB_SETTINGS], cols[1],
+                    *[c for c in cols[2:] if c not in ("median_us",)],
+                    *[c for c in extra if c not in NB_SETTINGS]]
         blocks.append(f"# {key}\n" + render(block, cols, "table"))
     return "\n\n".join(blocks)
 

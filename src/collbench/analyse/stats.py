@@ -213,6 +213,29 @@ def log_ratio_ci(x: Sequence[float], y: Sequence[float],
     return est, Interval(math.exp(diffs[k - 1]), math.exp(diffs[big_n - k]), coverage)
 
 
+def shift_ci(x: Sequence[float], y: Sequence[float],
+             confidence: float) -> tuple[float, Interval] | None:
+    """Hodges-Lehmann shift x - y and its Moses interval (no logs: for figures such as an
+    overlap percentage, which may be 0). The same order statistics as log_ratio_ci, taken
+    of the m*n differences x_i - y_j. None with fewer than 2 values on a side."""
+    if len(x) < 2 or len(y) < 2:
+        return None
+    m, n = len(x), len(y)
+    diffs = sorted(a - b for a in x for b in y)
+    big_n, alpha = len(diffs), 1 - confidence
+    if m * n <= EXACT_MAX_PAIRS:
+        cdf = _u_cdf(m, n)
+        k = 1
+        while k + 1 <= (big_n + 1) // 2 and cdf[k] <= alpha / 2:
+            k += 1
+        coverage = 1 - 2 * cdf[k - 1]
+    else:
+        z = _normal_quantile(1 - alpha / 2)
+        k = max(1, math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
+        coverage = confidence
+    return median(diffs), Interval(diffs[k - 1], diffs[big_n - k], coverage)
+
+
 def _normal_quantile(p: float) -> float:
     # Bisection on erfc: plenty for the one quantile we need, and no dependency.
     lo, hi = -10.0, 10.0

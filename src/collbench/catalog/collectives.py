@@ -33,6 +33,11 @@ class Collective:
     rules_bytes: RulesBytes
     min_size: int  # smallest meaningful message in bytes (OSU reduces MPI_CHAR)
     mpich_cvar: str | None  # MPIR_CVAR_<X>_INTRA_ALGORITHM
+    blocking: str | None = None  # non-blocking collectives: the blocking counterpart
+
+    @property
+    def nonblocking(self) -> bool:
+        return self.blocking is not None
 
 
 def _c(
@@ -40,6 +45,15 @@ def _c(
 ) -> Collective:
     cvar = f"MPIR_CVAR_{name.upper()}_INTRA_ALGORITHM" if mpich else None
     return Collective(name, kind, rid, rb, min_size, cvar)
+
+
+def _i(blocking: Collective) -> Collective:
+    """The non-blocking counterpart (OSU 7.4's osu_i<coll>): same kind, sizes and byte
+    counting (libnbc reads no rules file, so rules_bytes only says how sizes compare),
+    no coll/tuned rules id, MPICH's MPIR_CVAR_I<COLL>_INTRA_ALGORITHM."""
+    name = f"i{blocking.name}"
+    return Collective(name, blocking.kind, None, blocking.rules_bytes, blocking.min_size,
+                      f"MPIR_CVAR_{name.upper()}_INTRA_ALGORITHM", blocking.name)
 
 
 COLLECTIVES: Final[dict[str, Collective]] = {
@@ -63,8 +77,13 @@ COLLECTIVES: Final[dict[str, Collective]] = {
         _c("bw", Kind.P2P, None, RulesBytes.ZERO, 1, mpich=False),
     )
 }
+# The 14 non-blocking collectives of OSU 7.4 (ibarrier ... ireduce_scatter_block).
+COLLECTIVES.update({c.name: c for c in (_i(b) for b in tuple(COLLECTIVES.values())
+                                         if b.kind is not Kind.P2P)})
 
-BLOCKING: Final = tuple(n for n, c in COLLECTIVES.items() if c.kind is not Kind.P2P)
+BLOCKING: Final = tuple(n for n, c in COLLECTIVES.items()
+                        if c.kind is not Kind.P2P and not c.nonblocking)
+NONBLOCKING: Final = tuple(n for n, c in COLLECTIVES.items() if c.nonblocking)
 POINT_TO_POINT: Final = tuple(n for n, c in COLLECTIVES.items() if c.kind is Kind.P2P)
 
 # OSU defaults (osu_util.h): iterations/warm-up below and above LARGE_MESSAGE_SIZE.

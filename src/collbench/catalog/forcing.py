@@ -10,9 +10,13 @@ from __future__ import annotations
 import re
 from typing import Final
 
-_MCA: Final = re.compile(r"coll_tuned_(use_dynamic_rules|\w+_algorithm(_\w+)?)")
+# coll/tuned's forcing keys, and libnbc's coll_libnbc_i<coll>_algorithm (its k-nomial radix,
+# coll_libnbc_ibcast_knomial_radix, is a tunable like any other: it stays a parameter).
+_MCA: Final = re.compile(r"coll_tuned_(use_dynamic_rules|\w+_algorithm(_\w+)?)"
+                         r"|coll_libnbc_\w+_algorithm")
 _ENV: Final = re.compile(
     r"OMPI_MCA_coll_tuned_(use_dynamic_rules|\w+_algorithm(_\w+)?)"
+    r"|OMPI_MCA_coll_libnbc_\w+_algorithm"
     r"|MPIR_CVAR_\w+_INTRA_ALGORITHM|MPIR_CVAR_DEVICE_COLLECTIVES|MPIR_CVAR_COLLECTIVE_FALLBACK")
 
 

@@ -11,7 +11,8 @@ def load_catalog(mpi: MpiInstall) -> Catalog:
     """The algorithm table of the MPI under study."""
     if mpi.implementation == "openmpi" and mpi.info_tool is not None:
         algs, source = openmpi.query(mpi.info_tool)
-        return Catalog("openmpi", mpi.version, source, algs)
+        nbc, nbc_source = openmpi.query_libnbc(mpi.info_tool)
+        return Catalog("openmpi", mpi.version, f"{source}; {nbc_source}", {**algs, **nbc})
     if mpi.implementation == "mpich":
         return Catalog("mpich", mpi.version, "built-in table for MPICH 4.x/5.0", mpich.table())
     return Catalog(mpi.implementation, mpi.version, "none", {})

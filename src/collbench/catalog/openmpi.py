@@ -85,3 +85,66 @@ def query(ompi_info: Path) -> tuple[dict[str, tuple[Algorithm, ...]], str]:
     if parsed:
         return parsed, f"{ompi_info} --param coll tuned --level 9"
     return fallback(), "built-in table for Open MPI 5.0"
+
+
+# --- coll/libnbc: the non-blocking collectives ------------------------------------------
+# Open MPI 5.0.11 (`ompi_info --param coll libnbc --level 9`), used when ompi_info fails.
+# libnbc has algorithm choices for these four only (iexscan and iscan too, which collbench
+# does not measure); the other non-blocking collectives run libnbc's one algorithm.
+LIBNBC_FALLBACK_5_0: Final[dict[str, tuple[str, ...]]] = {
+    "iallgather": ("linear", "recursive_doubling"),
+    "iallreduce": ("ring", "binomial", "rabenseifner", "recursive_doubling"),
+    "ibcast": ("linear", "binomial", "chain", "knomial"),
+    "ireduce": ("chain", "binomial", "rabenseifner"),
+}
+_NBC_PREFIX = r"^mca:coll:libnbc:param:coll_libnbc_(\w+?)_algorithm"
+_NBC_ENUM = re.compile(_NBC_PREFIX + r":enumerator:value:(\d+):(\S+)$")
+_NBC_STATUS = re.compile(_NBC_PREFIX + r":status:(\S+)$")
+
+
+def libnbc_mca(collective: str) -> str:
+    """The MCA parameter (and MPI_T control variable) forcing a libnbc algorithm."""
+    return f"coll_libnbc_{collective}_algorithm"
+
+
+def parse_libnbc(text: str) -> dict[str, tuple[Algorithm, ...]]:
+    """libnbc's algorithms per non-blocking collective, from `ompi_info --param coll libnbc
+    --level 9 --parsable`. No segment size or fanout: libnbc reads neither for a forced
+    algorithm (ibcast's k-nomial radix is its own MCA parameter,
+    coll_libnbc_ibcast_knomial_radix, read-only through MPI_T: sweep it under [mca])."""
+    from collbench.catalog.collectives import NONBLOCKING
+
+    names: dict[str, dict[int, str]] = {}
+    writable: dict[str, bool] = {}
+    for line in text.splitlines():
+        if m := _NBC_ENUM.match(line.strip()):
+            coll, ident, name = m.group(1), int(m.group(2)), m.group(3)
+            if ident > 0 and coll in NONBLOCKING:
+                names.setdefault(coll, {})[ident] = _unclash(name)
+        elif m := _NBC_STATUS.match(line.strip()):
+            writable[m.group(1)] = m.group(2) == "writeable"
+    return {
+        coll: tuple(Algorithm(coll, name, ident, writable.get(coll, False), False)
+                    for ident, name in sorted(ids.items()))
+        for coll, ids in sorted(names.items())
+    }
+
+
+def libnbc_fallback() -> dict[str, tuple[Algorithm, ...]]:
+    return {coll: tuple(Algorithm(coll, n, i + 1, True, False) for i, n in enumerate(names))
+            for coll, names in LIBNBC_FALLBACK_5_0.items()}
+
+
+def query_libnbc(ompi_info: Path) -> tuple[dict[str, tuple[Algorithm, ...]], str]:
+    """(libnbc algorithms, source), as `query` for coll/tuned."""
+    try:
+        out = subprocess.run(
+            [str(ompi_info), "--param", "coll", "libnbc", "--level", "9", "--parsable"],
+            capture_output=True, text=True, timeout=60, check=False,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    parsed = parse_libnbc(out)
+    if parsed:
+        return parsed, f"{ompi_info} --param coll libnbc --level 9"
+    return libnbc_fallback(), "built-in libnbc table for Open MPI 5.0"

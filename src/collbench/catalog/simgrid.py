@@ -1,22 +1,37 @@
-"""SimGrid SMPI's collective algorithms under the names users know (Open MPI's, MPICH's).
+"""What runs for each algorithm name under SimGrid: collbench's ports, or SMPI's own.
 
-SMPI (3.32) re-implements many MPI libraries' algorithms; it is forced one collective at a
-time with `--cfg=smpi/<collective>:<algorithm>`. Users keep writing Open MPI `coll/tuned`
-names (or MPICH's); this table says which SMPI algorithm runs for each, how close it is,
-and which ones SMPI does not have. Every entry was checked against SimGrid's sources
-(src/smpi/colls/): "port" = SMPI's code is a port of that library's code; "equivalent" =
-the same communication pattern written independently; "approximate" = the same idea with
-differences given in the note. The default ("default" in a spec) is SMPI's selector that
-mimics the library's own decisions: `--cfg=smpi/coll-selector:ompi` (or `mpich`).
+Open MPI names (the default). Every coll/tuned algorithm of barrier, bcast, gather, scatter,
+reduce, allreduce, allgather(v), alltoall(v) and reduce_scatter(_block) runs collbench's
+own port (kernel/ports/, proven message for message against Open MPI's monitoring),
+compiled into the SimGrid kernel, with the semantics Open MPI gives a forced algorithm
+(segment size 0 = unsegmented unless `segsize` is given; fanout 0 = its default fanout or
+radix). "default" runs what the fixed decision rules of the simulated Open MPI series
+(`run.simgrid.ompi_version`, catalog.ompi_decisions) pick per process count and size;
+gatherv and scatterv run coll/basic's linear algorithm (coll/tuned has none).
+
+SMPI's own collectives stay selectable, always named as such: `smpi:<name>` with SMPI's
+name (`--cfg=smpi/<collective>:<name>`), e.g. `smpi:ompi_pipeline`, or `smpi:ompi` for
+SMPI's selector that mimics Open MPI 3.1.2's decisions. `OPENMPI` says, per Open MPI
+algorithm, which SMPI algorithm is closest and how close (checked against SimGrid's
+sources, src/smpi/colls/): "port" = SMPI's code is a port of Open MPI's; "equivalent" = the
+same communication pattern written independently; "approximate" = the same idea with the
+differences the note gives. `collbench algorithms --backend simgrid` shows it.
+
+MPICH names (`--mpi` pointing at an MPICH): there are no ports of MPICH's algorithms, so
+each name runs SMPI's counterpart (`MPICH`) and "default" SMPI's `mpich` selector, as
+before the ports existed; rows say so (metrics `implementation = "smpi"`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
-from collbench.catalog.algorithms import DEFAULT, Catalog
+from collbench.catalog import ompi_decisions
+from collbench.catalog.algorithms import DEFAULT, Algorithm, Catalog
 from collbench.catalog.collectives import COLLECTIVES, Kind
+from collbench.catalog.openmpi import SEGMENTED
 from collbench.errors import UserError, did_you_mean
 
 Relation = Literal["port", "equivalent", "approximate"]
@@ -47,7 +62,7 @@ def _a(smpi: str, note: str) -> SmpiAlgorithm:
 
 
 _SEG = "SMPI's port chooses its own segment size"
-# Open MPI 5.0 coll/tuned name -> SMPI algorithm; None = SMPI does not implement it.
+# Open MPI 5.0 coll/tuned name -> the nearest SMPI algorithm; None = SMPI has none.
 OPENMPI: Final[dict[str, dict[str, SmpiAlgorithm | None]]] = {
     "barrier": {
         "linear": _p("ompi_basic_linear"), "double_ring": _p("ompi_doublering"),
@@ -186,9 +201,54 @@ MPICH: Final[dict[str, dict[str, SmpiAlgorithm | None]]] = {
 
 _TABLES: Final = {"openmpi": OPENMPI, "mpich": MPICH}
 
+# SimGrid 3.32's own algorithms per collective (`smpirun --cfg=smpi/<coll>:x` lists them),
+# without "default" (= the selector) and "automatic" (tries every algorithm at every call).
+SMPI_ALGORITHMS: Final[dict[str, tuple[str, ...]]] = {
+    "barrier": ("ompi", "ompi_basic_linear", "ompi_two_procs", "ompi_tree", "ompi_bruck",
+                "ompi_recursivedoubling", "ompi_doublering", "mpich_smp", "mpich",
+                "mvapich2_pair", "mvapich2", "impi"),
+    "bcast": ("arrival_pattern_aware", "arrival_pattern_aware_wait", "arrival_scatter",
+              "binomial_tree", "flattree", "flattree_pipeline", "NTSB", "NTSL", "NTSL_Isend",
+              "scatter_LR_allgather", "scatter_rdb_allgather", "SMP_binary", "SMP_binomial",
+              "SMP_linear", "ompi", "ompi_split_bintree", "ompi_pipeline", "mpich", "mvapich2",
+              "mvapich2_inter_node", "mvapich2_intra_node", "mvapich2_knomial_intra_node",
+              "impi"),
+    "gather": ("ompi", "ompi_basic_linear", "ompi_binomial", "ompi_linear_sync", "mpich",
+               "mvapich2", "mvapich2_two_level", "impi"),
+    "scatter": ("ompi", "ompi_basic_linear", "ompi_linear_nb", "ompi_binomial", "mpich",
+                "mvapich2", "mvapich2_two_level_binomial", "mvapich2_two_level_direct", "impi"),
+    "reduce": ("arrival_pattern_aware", "binomial", "flat_tree", "NTSL", "scatter_gather",
+               "ompi", "ompi_chain", "ompi_pipeline", "ompi_basic_linear",
+               "ompi_in_order_binary", "ompi_binary", "ompi_binomial", "mpich", "mvapich2",
+               "mvapich2_knomial", "mvapich2_two_level", "impi", "rab"),
+    "allreduce": ("lr", "rab1", "rab2", "rab_rdb", "rdb", "smp_binomial",
+                  "smp_binomial_pipeline", "smp_rdb", "smp_rsag", "smp_rsag_lr",
+                  "smp_rsag_rab", "redbcast", "ompi", "ompi_ring_segmented", "mpich",
+                  "mvapich2", "mvapich2_rs", "mvapich2_two_level", "impi", "rab"),
+    "allgather": ("2dmesh", "3dmesh", "bruck", "GB", "loosely_lr", "NTSLR", "NTSLR_NB", "pair",
+                  "rdb", "rhv", "ring", "SMP_NTS", "smp_simple", "spreading_simple", "ompi",
+                  "ompi_neighborexchange", "mvapich2", "mvapich2_smp", "mpich", "impi"),
+    "allgatherv": ("GB", "pair", "ring", "ompi", "ompi_neighborexchange", "ompi_bruck", "mpich",
+                   "mpich_rdb", "mpich_ring", "mvapich2", "impi"),
+    "alltoall": ("2dmesh", "3dmesh", "basic_linear", "bruck", "pair", "pair_rma",
+                 "pair_light_barrier", "pair_mpi_barrier", "pair_one_barrier", "rdb", "ring",
+                 "ring_light_barrier", "ring_mpi_barrier", "ring_one_barrier", "mvapich2",
+                 "mvapich2_scatter_dest", "ompi", "mpich", "impi"),
+    "alltoallv": ("bruck", "pair", "pair_light_barrier", "pair_mpi_barrier", "pair_one_barrier",
+                  "ring", "ring_light_barrier", "ring_mpi_barrier", "ring_one_barrier", "ompi",
+                  "mpich", "ompi_basic_linear", "mvapich2", "impi"),
+    "reduce_scatter": ("ompi", "ompi_basic_recursivehalving", "ompi_ring", "ompi_butterfly",
+                       "mpich", "mpich_pair", "mpich_rdb", "mpich_noncomm", "mvapich2", "impi"),
+}
+SMPI_PREFIX: Final = "smpi:"
+# "default" under SimGrid for collectives coll/tuned does not serve: coll/basic's linear
+# algorithm, what Open MPI runs for them (ported: cbp_gatherv_linear, cbp_scatterv_linear).
+COLL_BASIC: Final = ("gatherv", "scatterv")
+DEFAULT_OMPI_VERSION: Final = "5.0"
+
 
 def selector(implementation: str) -> str:
-    """SMPI's coll-selector that mimics this library's own decisions (the baseline)."""
+    """SMPI's coll-selector that mimics this library's own decisions."""
     if implementation not in SELECTORS:
         raise UserError(f"SimGrid backend: algorithm names of {implementation!r} cannot be "
                         f"mapped to SMPI; valid: {', '.join(SELECTORS)} (use --mpi PREFIX)")
@@ -201,53 +261,165 @@ def table(implementation: str) -> dict[str, dict[str, SmpiAlgorithm | None]]:
 
 
 def smpi_algorithm(implementation: str, collective: str, name: str) -> SmpiAlgorithm | None:
+    """The SMPI algorithm nearest to a library's algorithm (None: SMPI has none)."""
     return table(implementation).get(collective, {}).get(name)
 
 
-def simgrid_catalog(base: Catalog) -> Catalog:
-    """The base library's algorithms that SMPI implements, forced one launch each."""
+def is_smpi(name: str) -> bool:
+    """Whether an algorithm name asks for SMPI's own implementation (`smpi:<name>`)."""
+    return name.startswith(SMPI_PREFIX)
+
+
+def ported(version: str) -> dict[str, tuple[Algorithm, ...]]:
+    """Open MPI's coll/tuned algorithms of this series, each run by collbench's port.
+
+    Names and ids are coll/tuned's (catalog.ompi_decisions.ALGORITHMS, the ports' ids);
+    algorithms the series does not have (sparbit before 5.0) are left out. Segment size and
+    fanout are accepted where Open MPI reads them for a forced algorithm (catalog.openmpi).
+    """
+    out: dict[str, tuple[Algorithm, ...]] = {}
+    for coll, names in ompi_decisions.ALGORITHMS.items():
+        algs = []
+        for ident, name in enumerate(names, start=1):
+            try:
+                ompi_decisions.algorithm_name(version, coll, ident)
+            except UserError:
+                continue  # not in this series
+            algs.append(Algorithm(coll, name, ident, False, coll in SEGMENTED))
+        out[coll] = tuple(algs)
+    return out
+
+
+@dataclass(frozen=True)
+class SimgridCatalog(Catalog):
+    """The algorithms a simulation can run: the ports (Open MPI names) or SMPI's
+    counterparts (MPICH names), and SMPI's own as `smpi:<name>` (never part of "all")."""
+
+    ompi_version: str | None = None  # the Open MPI series the ports simulate; None: MPICH
+    smpi: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: SMPI_ALGORITHMS)
+
+    def resolve(self, collective: str, ref: str | int, where: str) -> Algorithm:
+        if isinstance(ref, str) and is_smpi(ref.strip().lower()):
+            return self.smpi_choice(collective, ref.strip()[len(SMPI_PREFIX):], where)
+        try:
+            return super().resolve(collective, ref, where)
+        except UserError as e:
+            own = [n for n in self.smpi.get(collective, ())
+                   if isinstance(ref, str) and n.lower() == ref.strip().lower()]
+            hint = (f" ({ref!r} is SMPI's own algorithm: write {SMPI_PREFIX}{own[0]})" if own
+                    else f"; SMPI's own: {SMPI_PREFIX}<name> (collbench algorithms "
+                         f"--backend simgrid {collective})"
+                    if collective in self.smpi
+                    else " (under SimGrid it runs SMPI's own implementation)"
+                    if not has_port(collective) else "")
+            raise UserError(f"{e}{hint}") from None
+
+    def smpi_choice(self, collective: str, name: str, where: str) -> Algorithm:
+        """SMPI's own algorithm `name` (any case), forced with --cfg=smpi/<coll>:<name>."""
+        have = self.smpi.get(collective, ())
+        if not have:
+            raise UserError(f"{where}: SMPI cannot force a {collective} algorithm (SimGrid "
+                            f"has no smpi/{collective} option); valid: {DEFAULT}")
+        for known in have:
+            if known.lower() == name.lower():
+                return Algorithm(collective, f"{SMPI_PREFIX}{known}", None, False, False)
+        names = [f"{SMPI_PREFIX}{n}" for n in have]
+        raise UserError(f"{where}: {SMPI_PREFIX + name!r} is not one of SMPI's {collective} "
+                        f"algorithms; valid: {', '.join(names)}"
+                        f"{did_you_mean(SMPI_PREFIX + name, names)}")
+
+    def runs_port(self, algorithm: str) -> bool:
+        """Whether this algorithm name runs collbench's port (else SMPI's code)."""
+        return self.ompi_version is not None and not is_smpi(algorithm)
+
+
+def simgrid_catalog(base: Catalog, ompi_version: str | None = None) -> SimgridCatalog:
+    """What a simulation can run, for the names of the library in `base`.
+
+    Open MPI names: the ports of the `ompi_version` series (default 5.0), whatever Open MPI
+    is installed here. MPICH names: the algorithms SMPI has a counterpart for.
+    """
+    if base.implementation == "openmpi":
+        version = ompi_decisions.series(ompi_version or DEFAULT_OMPI_VERSION)
+        return SimgridCatalog(
+            "openmpi", version, f"collbench's ports of Open MPI {version} coll/tuned "
+            "(kernel/ports)", ported(version), ompi_version=version)
+    if ompi_version is not None:
+        raise UserError(f"run.simgrid.ompi_version: the algorithm names are "
+                        f"{base.implementation} {base.version}'s (--mpi), and the ports "
+                        "simulate Open MPI; remove ompi_version, or use Open MPI's names")
     mapping = table(base.implementation)
     algorithms = {
         coll: tuple(replace(a, runtime_switchable=False, segmentable=False) for a in algs
                     if mapping.get(coll, {}).get(a.name) is not None)
         for coll, algs in base.algorithms.items()
     }
-    return Catalog(base.implementation, base.version,
-                   f"{base.source}, restricted to what SimGrid SMPI implements", algorithms)
+    return SimgridCatalog(base.implementation, base.version,
+                          f"{base.source}, restricted to what SimGrid SMPI implements",
+                          algorithms)
 
 
-def check_algorithm(base: Catalog, collective: str, ref: str | int, where: str) -> None:
-    """UserError when `ref` names an algorithm of the base library that SMPI lacks."""
-    if isinstance(ref, str) and ref.strip().lower() in (DEFAULT, "all"):
-        return
-    try:
-        alg = base.resolve(collective, ref, where)
-    except UserError:
-        return  # not a name of this library at all: make_plan reports it with the choices
-    if alg.name == DEFAULT or smpi_algorithm(base.implementation, collective, alg.name):
-        return
-    have = [a.name for a in simgrid_catalog(base).of(collective)]
-    raise UserError(
-        f"{where}: {base.implementation} {collective} algorithm {alg.name!r} is not "
-        f"implemented by SimGrid SMPI; valid: {', '.join([DEFAULT, *have])}"
-        f"{did_you_mean(alg.name, have)}")
+def default_decisions(version: str, collective: str, nprocs: int,
+                      size_bytes: int) -> tuple[int, int, str]:
+    """(algorithm id, fanout, name) that "default" runs under the ports, for the kernel's
+    ports table: the fixed rules of `version` (id 0 = no coll/tuned id: coll/basic's
+    linear gatherv/scatterv, and coll/self on one process, where the kernel runs SMPI's
+    local copy)."""
+    if nprocs < 2:
+        return 0, 0, "self"
+    if collective in COLL_BASIC:
+        return 0, 0, "basic_linear"
+    d = ompi_decisions.decide_osu(version, collective, nprocs, size_bytes)
+    name = ompi_decisions.algorithm_name(version, collective, d.algorithm_id)
+    # The rules hand a chain fan-out 0, which coll/base turns into 1 (a pipeline).
+    fanout = 1 if name == "chain" else d.fanout
+    return d.algorithm_id, fanout, name
 
 
-def mapping_rows(base: Catalog) -> list[dict[str, str]]:
-    """One row per collective × algorithm for `collbench algorithms --backend simgrid`."""
-    mapping = table(base.implementation)
+def has_port(collective: str) -> bool:
+    """Whether the SimGrid kernel runs this (blocking) collective through the ports."""
+    return collective in ompi_decisions.ALGORITHMS or collective in COLL_BASIC
+
+
+def mapping_rows(catalog: SimgridCatalog) -> list[dict[str, str]]:
+    """One row per collective × algorithm for `collbench algorithms --backend simgrid`:
+    what runs (a port or SMPI's code), and SMPI's nearest algorithm (`smpi:<name>`)."""
+    impl = catalog.implementation
+    mapping = table(impl)
     rows = []
     for coll in COLLECTIVES:
         if COLLECTIVES[coll].kind is Kind.P2P:
             continue
         switch = coll in SMPI_SWITCHES
-        rows.append({"collective": coll, "algorithm": DEFAULT,
-                     "smpi": f"{selector(base.implementation)} selector" if switch
-                     else "SMPI's only implementation", "relation": "", "note": ""})
-        for a in base.of(coll):
+        if catalog.ompi_version:
+            runs = ("smpi: its own implementation" if not has_port(coll)
+                    else "port: coll/basic linear" if coll in COLL_BASIC
+                    else f"port: Open MPI {catalog.ompi_version} fixed rules")
+            rows.append({"collective": coll, "algorithm": DEFAULT, "id": "0", "runs": runs,
+                         "smpi": f"{SMPI_PREFIX}ompi" if switch else "-",
+                         "relation": "approximate" if switch else "",
+                         "note": "SMPI's ompi selector follows Open MPI 3.1.2's rules"
+                         if switch else ""})
+        else:
+            rows.append({"collective": coll, "algorithm": DEFAULT, "id": "",
+                         "runs": f"smpi: {selector(impl)} selector" if switch
+                         else "smpi: its only implementation", "smpi": "", "relation": "",
+                         "note": ""})
+        named: set[str] = {"ompi"} if catalog.ompi_version and switch else set()
+        for a in catalog.of(coll):
             m = mapping.get(coll, {}).get(a.name)
+            if m:
+                named.add(m.smpi)
             rows.append({"collective": coll, "algorithm": a.name,
-                         "smpi": m.smpi if m else "-",
+                         "id": "" if a.id is None else str(a.id),
+                         "runs": "port" if catalog.runs_port(a.name)
+                         else f"smpi: {m.smpi if m else '-'}",
+                         "smpi": f"{SMPI_PREFIX}{m.smpi}" if m else "-",
                          "relation": m.relation if m else "not in SMPI",
                          "note": m.note if m else ""})
+        for name in catalog.smpi.get(coll, ()):
+            if name not in named:
+                rows.append({"collective": coll, "algorithm": f"{SMPI_PREFIX}{name}",
+                             "id": "", "runs": "smpi", "smpi": "", "relation": "SMPI only",
+                             "note": ""})
     return rows

@@ -1,5 +1,6 @@
 """`collbench algorithms [COLLECTIVE]`: the algorithms of each collective for that MPI
-(with --backend simgrid: what SMPI runs for each, and what it lacks)."""
+(with --backend simgrid: what a simulation runs for each, a port of Open MPI's or SMPI's
+own, and SMPI's nearest algorithm)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import argparse
 
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.catalog.load import load_catalog
-from collbench.catalog.simgrid import mapping_rows
+from collbench.catalog.simgrid import mapping_rows, simgrid_catalog
 from collbench.commands import options
-from collbench.errors import choice_error
+from collbench.errors import UserError, choice_error
 from collbench.tables import render
 
 
@@ -18,7 +19,11 @@ def add_parser(sub: options.Subparsers) -> None:
     s.add_argument("collective", nargs="?")
     options.add_format(s)
     s.add_argument("--backend", choices=("simgrid",),
-                   help="simgrid: what SMPI runs for each algorithm, and what it lacks")
+                   help="simgrid: what a simulation runs for each algorithm (a port of Open "
+                        "MPI's, or SMPI's own) and SMPI's nearest algorithm")
+    s.add_argument("--ompi-version", metavar="SERIES",
+                   help="with --backend simgrid: the Open MPI series simulated (as "
+                        "run.simgrid.ompi_version; default 5.0)")
     options.add_mpi(s)
     s.set_defaults(func=cmd_algorithms)
 
@@ -34,12 +39,25 @@ def _collectives(name: str | None) -> list[str]:
 def cmd_algorithms(args: argparse.Namespace) -> int:
     catalog = load_catalog(options.mpi(args))
     colls = _collectives(args.collective)
+    if args.ompi_version and not args.backend:
+        raise UserError("--ompi-version: only with --backend simgrid")
     if args.backend:  # the one choice: SimGrid
-        mapped = [r for r in mapping_rows(catalog) if r["collective"] in colls]
-        print(f"# {catalog.implementation} {catalog.version} names -> SimGrid SMPI algorithms "
-              "(--cfg=smpi/<collective>:<smpi>); '-' = not in SMPI, rejected before a run")
-        print(render(mapped, ["collective", "algorithm", "smpi", "relation", "note"],
-                     args.format))
+        try:
+            sim = simgrid_catalog(catalog, args.ompi_version)
+        except UserError as e:
+            raise UserError(f"--ompi-version: {e}") from None
+        mapped = [r for r in mapping_rows(sim) if r["collective"] in colls]
+        if sim.ompi_version:
+            print(f"# SimGrid: Open MPI {sim.ompi_version} names; runs = port: collbench's "
+                  "port of the coll/tuned algorithm (proven message for message); smpi = "
+                  "SMPI's nearest algorithm, selectable as smpi:<name> (--cfg=smpi/"
+                  "<collective>:<name>); relation: how close it is (port: SMPI ported Open "
+                  "MPI's code)")
+        else:
+            print(f"# SimGrid: {sim.implementation} {sim.version} names run SMPI's "
+                  "algorithms (runs); also selectable: smpi:<name>; '-' = not in SMPI")
+        print(render(mapped, ["collective", "algorithm", "id", "runs", "smpi", "relation",
+                              "note"], args.format))
         return 0
     rows: list[dict[str, object]] = []
     for c in colls:

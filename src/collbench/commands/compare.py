@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from collbench.analyse.compare import STATS, compare
+from collbench.analyse.compare import COMPARE_STATS, compare
 from collbench.analyse.render import FORMATS, render, render_summary
 from collbench.commands import options
 from collbench.errors import UserError
@@ -25,9 +25,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="algorithm label to compare against (default: %(default)s)")
     s.add_argument("--collective")
     s.add_argument("--nprocs", type=options.count(1, options.MAX_NPROCS))
-    s.add_argument("--stat", choices=tuple(STATS), default="avg",
-                   help="column compared: avg_us (OSU's), median_us, min_us or max_us "
-                        "(default: %(default)s)")
+    s.add_argument("--stat", choices=tuple(COMPARE_STATS), default="avg",
+                   help="column compared: avg_us (OSU's), median_us, min_us or max_us; for "
+                        "non-blocking collectives also overall (OSU's Overall), pure (Pure "
+                        "Comm.) and overlap_pct (higher is better; differences in percentage "
+                        "points) (default: %(default)s)")
     s.add_argument("--confidence", type=options.fraction, default=0.95,
                    help="confidence level of intervals and tests (default: %(default)s)")
     s.add_argument("--format", choices=FORMATS, default="table")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from collbench.commands import options
@@ -39,6 +40,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--binding", help="--bind-to value of the run")
     p.add_argument("--mca", action="append", default=[], metavar="KEY=VALUE",
                    help="MCA setting of the run (repeatable)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="OSU: an option the file's '### cmd:' line does not record: "
+                        "test_calls (-t), iterations (-i), warmup (-x); repeatable")
     p.add_argument("--mpi", default="unknown", help="MPI name, free text")
     p.add_argument("--mpi-version", default="unknown", help="MPI version, free text")
     p.add_argument("--repetition", default="0", help="repetition number (default 0)")
@@ -66,6 +70,17 @@ def _mca(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _params(items: list[str]) -> tuple[tuple[str, int], ...]:
+    pairs = []
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not re.fullmatch(r"\s*\d{1,10}\s*", value):
+            raise UserError(f"--param: {item!r} is not valid; expected KEY=NUMBER, e.g. "
+                            "test_calls=25")
+        pairs.append((key.strip(), int(value)))
+    return tuple(pairs)
+
+
 def options_from_args(args: argparse.Namespace) -> IngestOptions:
     nodes = _int("--nodes", args.nodes)
     repetition = _int("--repetition", args.repetition)
@@ -75,7 +90,7 @@ def options_from_args(args: argparse.Namespace) -> IngestOptions:
         ppn=_int("--ppn", args.ppn), mapping=args.mapping, binding=args.binding,
         mca=_mca(args.mca), mpi=args.mpi, mpi_version=args.mpi_version,
         repetition=0 if repetition is None else repetition, campaign=args.campaign,
-        format=args.format)
+        format=args.format, params=_params(args.param))
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

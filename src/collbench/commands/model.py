@@ -2,10 +2,12 @@
 
     collbench model p2p RESULTS -o orfeo.p2p.toml      point-to-point fit from ping-pong rows
     collbench model p2p --show orfeo.p2p.toml          parameters, CIs, regimes, fit error
+    collbench model loggp --map-by core,socket -o m.p2p.toml   measured LogGP/PLogP per level
     collbench model predict orfeo.p2p.toml --collective bcast --algorithms all \\
         --nprocs 48 --ppn 24 --map-by core --sizes 1:1M -o results/model48
     collbench model fit RESULTS                        per-algorithm fitted models, CV error
     collbench model scaling RESULTS --x nprocs --forms linear,quadratic,log,nlogn
+    collbench model jacobi RESULTS --p2p orfeo.p2p.toml    P(L,N) of the Jacobi mini-app
 
 Method and file format: docs/models.md.
 """
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from collbench.commands import options
+from collbench.commands import loggp, options
 from collbench.errors import UserError, choice_error
 from collbench.tables import render
 
@@ -51,6 +53,7 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="most protocol regimes per level (default: %(default)s)")
     options.add_format(s, FORMATS)
     s.set_defaults(func=cmd_p2p)
+    loggp.add_parser(msub)  # model loggp: measured LogGP/PLogP parameters (commands/loggp.py)
 
     s = msub.add_parser("predict", help="a results folder of predicted latencies",
                         description="Cost each algorithm's schedule (what Open MPI 5.0's "
@@ -114,6 +117,20 @@ def add_parser(sub: options.Subparsers) -> None:
                                                             "the best")
     options.add_format(s, FORMATS)
     s.set_defaults(func=cmd_scaling)
+
+    s = msub.add_parser("jacobi", help="the Jacobi mini-app's P(L,N) model against its "
+                                       "measurements",
+                        description="P(L,N) = L^3 N / (T_s + C/B + 4kλ) for every jacobi run "
+                                    "of a results folder: T_s from its nprocs = 1 runs, λ and "
+                                    "B from the p2p model at the level the halos cross; "
+                                    "predicted against measured MLUP/s per placement and N "
+                                    "(docs/workloads.md).")
+    s.add_argument("results", type=Path)
+    s.add_argument("--p2p", type=Path, required=True, help=".p2p.toml (core, socket and node "
+                                                           "levels as the runs need)")
+    _add_shape(s)
+    options.add_format(s, FORMATS)
+    s.set_defaults(func=cmd_jacobi)
 
 
 def _add_shape(p: argparse.ArgumentParser) -> None:
@@ -198,10 +215,11 @@ def show_p2p(model: Any, where: str, fmt: str = "table") -> str:
     from collbench.analyse.modeldata import P2P_COLUMNS, p2p_rows
 
     rows = p2p_rows(model)
+    lg = loggp.loggp_rows(model)
     if fmt == "json":
         return json.dumps({"file": where, "source": dict(model.source),
                            "reduce_us_per_byte": model.gamma_us_per_byte,
-                           "regimes": rows}, indent=1) + "\n"
+                           "regimes": rows, "loggp": lg}, indent=1) + "\n"
     if fmt == "csv":
         return render(rows, P2P_COLUMNS, "csv") + "\n"
     out = [f"# {where}: t(m) = latency + m / bandwidth per level and protocol regime "
@@ -210,6 +228,9 @@ def show_p2p(model: Any, where: str, fmt: str = "table") -> str:
     if model.gamma_us_per_byte > 0:
         out.append(f"# reduction: {1e-3 / model.gamma_us_per_byte:.4g} GB/s")
     out.append(render(rows, P2P_COLUMNS, "table"))
+    if lg:
+        out += ["", "# LogGP/PLogP parameters per level (model loggp; docs/models.md)",
+                render([loggp.shown(r) for r in lg], loggp.LOGGP_COLUMNS, "table")]
     return "\n".join(out) + "\n"
 
 
@@ -459,3 +480,30 @@ def cmd_scaling(args: argparse.Namespace) -> int:
               "simplest form within 2 of it preferred (docs/models.md).")
     return 0
 
+
+
+# --- jacobi ---------------------------------------------------------------------------------
+
+def cmd_jacobi(args: argparse.Namespace) -> int:
+    from collbench.analyse.jacobi import COLUMNS, error_summary, jacobi_points
+    from collbench.analyse.modeldata import Shape, machine_shape
+    from collbench.models.p2pfile import read_p2p
+    from collbench.store import Store
+
+    store = Store(args.results)
+    shape = machine_shape(store)
+    if args.sockets or args.cores_per_socket:
+        shape = Shape(args.sockets or shape.sockets, args.cores_per_socket or
+                      shape.cores_per_socket)
+    points = jacobi_points(store, read_p2p(args.p2p, required_levels=()), shape)
+    summary = error_summary(points)
+    if args.format == "json":
+        print(json.dumps({"p2p": str(args.p2p), "points": [p.as_row() for p in points],
+                          "error": summary}, indent=1))
+        return 0
+    print(render([p.as_row() for p in points], COLUMNS, args.format))
+    if args.format == "table" and summary:
+        print(f"\nP(L,N) = L^3 N / (T_s + C/B + 4kλ), λ and B of the level the halos cross "
+              f"({args.p2p}); error over {int(summary['points'])} runs with N > 1: median "
+              f"{summary['median_abs_pct']:.1f} %, largest {summary['max_abs_pct']:.1f} %.")
+    return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import duckdb
@@ -24,6 +25,10 @@ def add_parser(sub: options.Subparsers) -> None:
     s.add_argument("results", type=Path)
     s.add_argument("-o", "--out", "--output", type=Path, required=True, dest="out")
     s.add_argument("--table", choices=("measurements", "samples"), default="measurements")
+    s.add_argument("--expand-metrics", action="store_true",
+                   help="measurements: one more column per key of the metrics JSON (e.g. a "
+                        "non-blocking row's overall_us, test_calls, overlap_pct), named "
+                        "metric_<key>")
     s.set_defaults(func=cmd_export)
 
 
@@ -39,6 +44,27 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def metric_columns(con: duckdb.DuckDBPyConnection) -> str:
+    """`, <expr> AS metric_<key>` for every key of the metrics column: DOUBLE where every
+    value is a number, else text."""
+    keys = sorted(str(k) for (k,) in con.execute(
+        "SELECT DISTINCT unnest(json_keys(metrics)) FROM measurements "
+        "WHERE metrics IS NOT NULL").fetchall())
+    out = ""
+    for key in keys:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", key):
+            continue  # not a name collbench writes
+        path = f"'$.{key}'"
+        row = con.execute(f"SELECT bool_and(json_type(metrics, {path}) IN ('DOUBLE', "
+                          f"'BIGINT', 'UBIGINT')) FROM measurements WHERE "
+                          f"json_type(metrics, {path}) IS NOT NULL").fetchone()
+        numeric = bool(row and row[0])
+        value = f"json_extract_string(metrics, {path})"
+        out += (f", TRY_CAST({value} AS DOUBLE) AS metric_{key}" if numeric
+                else f", {value} AS metric_{key}")
+    return out
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     suffix = args.out.suffix.lower()
     if suffix not in (".csv", ".parquet"):
@@ -46,8 +72,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     con = Store(args.results).connect()
     kind = "parquet" if suffix == ".parquet" else "csv, HEADER"
 
+    if args.expand_metrics and args.table != "measurements":
+        raise UserError("export: --expand-metrics goes with --table measurements")
+    extra = metric_columns(con) if args.expand_metrics else ""
+
     def write(tmp: Path) -> None:
-        con.execute(f"COPY (SELECT * FROM {args.table}) TO '{sql_path(tmp)}' (FORMAT {kind})")
+        con.execute(f"COPY (SELECT *{extra} FROM {args.table}) TO '{sql_path(tmp)}' "
+                    f"(FORMAT {kind})")
 
     publish(args.out, write)
     print(f"wrote {args.out}")

@@ -7,7 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from collbench.campaign import Prepared, Request, SpecSource, open_campaign, prepare
+from collbench.campaign import (
+    Prepared,
+    Request,
+    SpecSource,
+    build_binary,
+    open_campaign,
+    prepare,
+)
 from collbench.commands import options
 from collbench.errors import UserError
 from collbench.progress import fmt_duration
@@ -57,7 +64,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for la in plan.launches:
         colls = sorted({p.collective for p in la.points})
         algs = len({(p.collective, p.algorithm, p.segsize, p.fanout) for p in la.points})
-        extra = " ".join(f"{k}={v}" for k, v in la.swept)
+        extra = " ".join(f"{k}={v}" for k, v in [*la.swept, *(
+            la.program.params if la.program is not None else ())])
         print(f"  {la.launch_id}  np={la.nprocs:<4d} map-by={la.mapping:<7s} "
               f"bind-to={la.binding:<5s} rep={la.repetition} select={la.selection:<6s} "
               f"{len(la.points):4d} points ({algs} algorithm variants: {', '.join(colls)})"
@@ -70,7 +78,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         prepared = _prepared(args)
-        kernel = prepared.backend.build_kernel()
+        kernel = build_binary(prepared.backend, prepared.source.spec)
         sys.stdout.write(prepared.backend.dry_run(prepared.plan, kernel.path,
                                                   options.debug(args)))
         return 0

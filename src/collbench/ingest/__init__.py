@@ -20,11 +20,17 @@ from pathlib import Path
 from typing import Any, Final
 
 from collbench.campaign import create_folder
-from collbench.catalog.openmpi import FALLBACK_5_0
+from collbench.catalog.openmpi import FALLBACK_5_0, LIBNBC_FALLBACK_5_0
 from collbench.errors import UserError, choice_error
-from collbench.ingest.common import KNOWN_NAMES, ParsedFile, ParsedRow
+from collbench.ingest.common import KNOWN_NAMES, NONBLOCKING_NAMES, ParsedFile, ParsedRow
 from collbench.ingest.imb import is_banner, parse_imb
-from collbench.ingest.osu import TWO_PROCESS_TESTS, is_title, parse_columns, parse_osu
+from collbench.ingest.osu import (
+    TWO_PROCESS_TESTS,
+    command_options,
+    is_title,
+    parse_columns,
+    parse_osu,
+)
 from collbench.inputs import OUTPUT_LIMIT, read_bytes
 from collbench.records import make_row
 from collbench.store import Store
@@ -57,11 +63,18 @@ class IngestOptions:
     repetition: int = 0
     campaign: str | None = None  # default: the output folder's campaign, or its name
     format: str = "auto"
+    # OSU options the file's `### cmd:` line does not give: test_calls (-t), iterations
+    # (-i), warmup (-x). Left out of the hash when empty: older ids stay the same.
+    params: tuple[tuple[str, int], ...] = ()
 
     def normalized(self) -> dict[str, Any]:
         """The options as stored and hashed: same meaning, same bytes."""
         d = asdict(self)
         d["mca"] = dict(sorted(self.mca))
+        if self.params:
+            d["params"] = dict(sorted(self.params))
+        else:
+            del d["params"]
         return d
 
 
@@ -91,6 +104,45 @@ def check_options(opts: IngestOptions) -> None:
             raise UserError(f"--mca {key}: given more than once")
     if opts.campaign is not None:
         _check_name("--campaign", opts.campaign)
+    names = [k for k, _ in opts.params]
+    for pkey, number in opts.params:
+        if pkey not in PARAM_LIMITS:
+            raise choice_error("--param", "key", pkey, tuple(PARAM_LIMITS))
+        if names.count(pkey) > 1:
+            raise UserError(f"--param {pkey}: given more than once")
+        low, high = PARAM_LIMITS[pkey]
+        if not low <= number <= high:
+            raise UserError(f"--param {pkey}={number}: out of range; valid: {low} to {high:,}")
+
+
+# --param keys (OSU's -t, -i, -x) and their bounds (the kernel's and the row's).
+PARAM_LIMITS: Final = {"test_calls": (0, 1_000_000), "iterations": (1, 2**31 - 1),
+                       "warmup": (0, 2**31 - 1)}
+
+
+def _osu_settings(parsed: ParsedFile, opts: IngestOptions, name: str) -> dict[str, int]:
+    """test_calls, iterations and warmup of an OSU run: the `### cmd:` line's, else --param.
+    A recorded osu_i* command without -t (and no --param test_calls) ran OSU's default, 0
+    MPI_Test calls; without any of them test_calls is unknown and left out."""
+    given = dict(opts.params)
+    if parsed.kind != "osu":
+        if given:
+            raise UserError(f"{name}: --param {next(iter(given))} is for OSU output; IMB "
+                            "files say their own repetitions")
+        return {}
+    recorded = command_options(parsed.command, name)
+    for key, value in given.items():
+        if key in recorded and recorded[key] != value:
+            raise UserError(f"{name}: --param {key}={value} contradicts the recorded command "
+                            f"({key} = {recorded[key]}: {parsed.command})")
+    implied = {"test_calls": 0} if parsed.command and "osu_i" in parsed.command else {}
+    settings = {**implied, **given, **recorded}
+    if "test_calls" in settings and not any(r.collective in NONBLOCKING_NAMES
+                                            for r in parsed.rows):
+        raise UserError(f"{name}: test_calls is for non-blocking OSU benchmarks (osu_i*); "
+                        "this file holds " + ", ".join(dict.fromkeys(
+                            r.collective for r in parsed.rows)))
+    return settings
 
 
 def _check_name(flag: str, name: str) -> None:
@@ -190,7 +242,7 @@ def _algorithm(collective: str, opts: IngestOptions,
         return opts.algorithm, 0 if opts.algorithm == "default" else ident, selection
     if not ident:
         return "default", 0, selection
-    names = FALLBACK_5_0.get(collective, ())
+    names = FALLBACK_5_0.get(collective) or LIBNBC_FALLBACK_5_0.get(collective, ())
     if 1 <= ident <= len(names):
         return names[ident - 1], ident, selection
     valid = f"valid: 0..{len(names)}" if names else "collbench has no table of its ids"
@@ -217,8 +269,13 @@ def build_rows(parsed: ParsedFile, opts: IngestOptions, campaign: str, launch_id
     mca = dict(opts.mca)
     ids, segsizes, fanouts = _forced(mca)
     suite = _suite_params(parsed, launch)
+    settings = _osu_settings(parsed, opts, name)
     out = []
     for r in rows:
+        metrics: dict[str, Any] = dict(r.metrics)
+        if r.collective in NONBLOCKING_NAMES and "test_calls" in settings:
+            # OSU sizes its dummy compute to the pure time: collbench's compute "auto"
+            metrics.update(test_calls=settings["test_calls"], compute="auto")
         algorithm, algorithm_id, selection = _algorithm(r.collective, opts, ids)
         params = {"mca": mca, parsed.kind: dict(suite, **(
             {"datatype": r.datatype} if r.datatype else {}))}
@@ -230,9 +287,11 @@ def build_rows(parsed: ParsedFile, opts: IngestOptions, campaign: str, launch_id
             selection=selection, params=json.dumps(params, sort_keys=True),
             nprocs=r.nprocs or launch.nprocs, nodes=launch.nodes, ppn=launch.ppn,
             mapping=opts.mapping, binding=opts.binding, size_bytes=r.size_bytes,
-            iterations=r.iterations, avg_us=r.avg_us, min_us=r.min_us, max_us=r.max_us,
+            iterations=r.iterations if r.iterations is not None
+            else settings.get("iterations"), warmup=settings.get("warmup"),
+            avg_us=r.avg_us, min_us=r.min_us, max_us=r.max_us,
             median_us=r.median_us, bandwidth_mbs=r.bandwidth_mbs,
-            metrics=json.dumps(r.metrics, sort_keys=True) if r.metrics else None,
+            metrics=json.dumps(metrics, sort_keys=True) if metrics else None,
             validated=r.validated, status=r.status, error=r.error))
     return out
 

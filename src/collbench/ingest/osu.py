@@ -267,3 +267,44 @@ def _no_rows(name: str, lines: Lines, seen_header: bool) -> str:
     first = first_text(lines)
     what = f"; it starts with {first!r}" if first else " (the file is empty)"
     return f"{name}: not OSU output: no '# OSU MPI ... Test' title{what}"
+
+
+# --- the recorded command line ---------------------------------------------------------
+# OSU options that change what a table means, as `### cmd:` records them (getopt: `-t 25`,
+# `-t25`; OSU 7's long names too) -> the name `--param` uses.
+_CMD_OPTIONS: Final = {"-t": "test_calls", "--num_test_calls": "test_calls",
+                       "-i": "iterations", "--iterations": "iterations",
+                       "-x": "warmup", "--warmup": "warmup"}
+
+
+def command_options(command: str | None, where: str) -> dict[str, int]:
+    """{test_calls, iterations, warmup} given to the OSU benchmark on a `### cmd:` line.
+
+    Only the benchmark's own arguments count (after the `osu_...` word): `mpirun -x VAR`
+    exports a variable, it is no warm-up count."""
+    if not command:
+        return {}
+    words = command.split()
+    start = next((i for i, w in enumerate(words) if "osu_" in w.rsplit("/", 1)[-1]), None)
+    if start is None:
+        return {}
+    out: dict[str, int] = {}
+    args = words[start + 1:]
+    i = 0
+    while i < len(args):
+        word, value = args[i], None
+        name = _CMD_OPTIONS.get(word.split("=", 1)[0])
+        if name is not None and "=" in word:
+            value = word.split("=", 1)[1]
+        elif name is not None:
+            i += 1
+            value = args[i] if i < len(args) else None
+        elif len(word) > 2 and word[:2] in _CMD_OPTIONS and not word.startswith("--"):
+            name, value = _CMD_OPTIONS[word[:2]], word[2:]
+        if name is not None:
+            if value is None or not re.fullmatch(r"\d{1,9}", value):
+                raise UserError(f"{where}: ### cmd: {word} {value or ''}: expected a whole "
+                                "number")
+            out[name] = int(value)
+        i += 1
+    return out

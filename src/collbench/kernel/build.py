@@ -72,16 +72,36 @@ def kernel_source() -> Path:
     return Path(str(resources.files("collbench.kernel").joinpath(SOURCE_NAME)))
 
 
-def _command(mpicc: Path, out: Path, src: Path, extra_cflags: Sequence[str]) -> list[str]:
-    return [str(mpicc), "-O2", *extra_cflags, "-o", str(out), str(src), "-lm"]
+def port_sources() -> list[Path]:
+    """The C sources of collbench's ports of Open MPI's algorithms (kernel/ports/), without
+    their test driver: what the SimGrid build links into the kernel."""
+    ports = Path(str(resources.files("collbench.kernel").joinpath("ports")))
+    return sorted(p for p in ports.glob("*.c") if p.name != "port_driver.c")
+
+
+def _command(mpicc: Path, out: Path, src: Path, extra_cflags: Sequence[str],
+             extra_sources: Sequence[Path] = ()) -> list[str]:
+    return [str(mpicc), "-O2", *extra_cflags, "-o", str(out), str(src),
+            *(str(p) for p in extra_sources), "-lm"]
 
 
 def build_kernel(mpicc: Path, cache_dir: Path | None = None,
-                 extra_cflags: Sequence[str] = ()) -> KernelBinary:
-    """Compile the kernel (or reuse the cached binary) and return where it is."""
+                 extra_cflags: Sequence[str] = (),
+                 extra_sources: Sequence[Path] = ()) -> KernelBinary:
+    """Compile the kernel (or reuse the cached binary) and return where it is.
+
+    `extra_sources` (the SimGrid build's ports) are compiled and linked in; their contents
+    (and those of the headers beside them) are part of the fingerprint.
+    """
     src = kernel_source()
-    key = cache_key(mpi_fingerprint(mpicc), src.read_bytes(), "\0".join(extra_cflags))
+    parts: list[str | bytes] = [mpi_fingerprint(mpicc), src.read_bytes(),
+                                 "\0".join(extra_cflags)]
+    if extra_sources:
+        folders = sorted({p.parent for p in extra_sources})
+        headers = sorted(h for d in folders for h in d.glob("*.h"))
+        parts += [p.read_bytes() for p in [*extra_sources, *headers]]
+    key = cache_key(*parts)
     built = cached_build("kernels", KERNEL_NAME, key,
-                         lambda out: _command(mpicc, out, src, extra_cflags), "the kernel",
-                         cache_dir, error=KernelBuildError)
+                         lambda out: _command(mpicc, out, src, extra_cflags, extra_sources),
+                         "the kernel", cache_dir, error=KernelBuildError)
     return KernelBinary(built.path, key, built.command, built.fresh)

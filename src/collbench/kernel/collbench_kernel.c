@@ -108,6 +108,28 @@
  * Measured calls return errors (MPI_ERRORS_RETURN on the measured communicator), so an
  * algorithm that refuses a communicator size gives a "failed" point, not a dead launch.
  *
+ * COLLBENCH_PORTS_TABLE=TABLE in the environment (SimGrid build only, where the kernel is
+ * compiled with the ports of kernel/ports/ and -DCOLLBENCH_PORTS; an environment variable
+ * so that the command line stays the same as a real MPI's): the measured blocking
+ * collectives run collbench's
+ * point-to-point ports of Open MPI's coll/tuned algorithms instead of SMPI's collectives.
+ * A point with algorithm_id > 0 runs cbp_<coll>(..., algorithm_id, segsize, fanout) with
+ * Open MPI's forced semantics (segsize 0 = unsegmented, fanout 0 = the default fanout or
+ * radix). A point with algorithm_id 0 ("default") runs what TABLE says the fixed decision
+ * rules pick for its collective and size: TABLE holds lines `collective size_bytes
+ * algorithm_id fanout name` ('#' lines and blank lines ignored), written by collbench from
+ * its Open MPI decision rules for the launch's process count; algorithm_id 0 there means an
+ * algorithm without a coll/tuned id (gatherv and scatterv: coll/basic's linear one, what
+ * Open MPI runs for them; "self" at one process). On one process every point runs SMPI's
+ * collective (a local copy, as Open MPI's coll/self, which serves such communicators
+ * whatever is forced). The `barrier 0 ...` line also gives the barrier the timed loops
+ * run between iterations (a forced barrier point uses its own algorithm, as Open MPI does).
+ * Non-blocking collectives and the point-to-point benchmarks stay SMPI's. In the SMPI
+ * build every blocking collective point's output gets `"implementation": "port"` or
+ * `"smpi"` (whose code ran), and a default point under a table `"resolved_algorithm_id"`
+ * (null for coll/basic) and `"resolved_algorithm"` (what default ran), after samples_us;
+ * non-blocking points keep their key list.
+ *
  * SMPI (compiled with smpi_compat.h): SimGrid 3.32 runs all 14 non-blocking collectives
  * (checked with --validate at 2 and 4 ranks); SMPI_NB_UNSUPPORTED lists those a future or
  * older SMPI cannot run, which give a "failed" point "<coll> is not supported by SMPI".
@@ -156,6 +178,33 @@ static const char *const NB_NAMES[C_COUNT] = {
 #ifdef COLLBENCH_SMPI_COMPAT_H
 /* Non-blocking collectives SMPI 3.32 does not run (see the header comment). */
 static const int SMPI_NB_UNSUPPORTED[C_COUNT] = {0};
+#endif
+
+#ifdef COLLBENCH_PORTS
+#include "ompi_ports.h"
+
+#define PORT_NAME_LEN 48
+#define PORTS_ENV "COLLBENCH_PORTS_TABLE"
+
+/* One line of the ports table: what "default" runs for (collective, size). */
+typedef struct {
+    int coll;
+    long long size;
+    int alg, fanout;
+    char name[PORT_NAME_LEN];
+} decision_t;
+
+/* How the current point runs under the ports table (identical on every rank). */
+typedef struct {
+    int use;          /* 1: the port runs the measured collective */
+    int alg, segsize, fanout;
+    const decision_t *resolved; /* a default point: the table line it ran */
+    int barrier_alg;  /* the measured communicator's barrier; 0: MPI_Barrier */
+} port_run_t;
+
+static decision_t *g_dec;
+static int g_ndec, g_ports;
+static port_run_t g_run;
 #endif
 
 enum debug_mode { DBG_NONE, DBG_HANG, DBG_CRASH, DBG_CORRUPT };
@@ -1048,10 +1097,201 @@ static int point_alloc(point_t *p, const job_t *j, MPI_Comm comm)
     return 0;
 }
 
-/* Does the job's buffer arithmetic fit MPI's int counts? */
+/* Does the job's buffer arithmetic fit MPI's int counts? The collectives whose buffers
+ * hold every rank's block (and the v-variants' displacements) need P * size to fit; the
+ * others only size, which the job parser already bounds. */
 static int fits_int(const job_t *j, int P)
 {
-    return (long long)P * j->size <= INT_MAX;
+    switch (j->coll) {
+    case C_GATHER: case C_GATHERV: case C_SCATTER: case C_SCATTERV: case C_ALLGATHER:
+    case C_ALLGATHERV: case C_ALLTOALL: case C_ALLTOALLV:
+        return (long long)P * j->size <= INT_MAX;
+    default:
+        return j->size <= INT_MAX;
+    }
+}
+
+#ifdef COLLBENCH_PORTS
+/* ------------------------------------------------------------------- the ports (SimGrid) */
+
+/* Parse the ports table (identical on all ranks); 0, or -1 with the line and reason. */
+static int parse_decisions(char *text, int *bad_line, char *err, size_t n)
+{
+    int cap = 16, lineno = 0;
+    char *line = text;
+    g_dec = malloc((size_t)cap * sizeof *g_dec);
+    if (!g_dec)
+        die("out of memory");
+    while (line && *line) {
+        char *next = strchr(line, '\n'), *p = line, *tok[6], *save = NULL;
+        int nt = 0, nb = 0;
+        long long v[3];
+        decision_t *d;
+        if (next)
+            *next++ = '\0';
+        lineno++;
+        line = next;
+        while (*p == ' ' || *p == '\t' || *p == '\r')
+            p++;
+        if (!*p || *p == '#')
+            continue;
+        *bad_line = lineno;
+        for (char *t = strtok_r(p, " \t\r\v\f", &save); t && nt < 6;
+             t = strtok_r(NULL, " \t\r\v\f", &save))
+            tok[nt++] = t;
+        if (nt != 5) {
+            snprintf(err, n, "expected 5 fields (collective size_bytes algorithm_id fanout "
+                             "name)");
+            return -1;
+        }
+        if (g_ndec == cap) {
+            cap *= 2;
+            g_dec = realloc(g_dec, (size_t)cap * sizeof *g_dec);
+            if (!g_dec)
+                die("out of memory");
+        }
+        d = &g_dec[g_ndec];
+        d->coll = coll_from_name(tok[0], &nb);
+        if (d->coll < 0 || nb || is_p2p(d->coll)) {
+            snprintf(err, n, "'%s' is not a blocking collective", tok[0]);
+            return -1;
+        }
+        if (parse_ll(tok[1], 0, INT_MAX, &v[0]) || parse_ll(tok[2], 0, INT_MAX, &v[1])
+            || parse_ll(tok[3], 0, INT_MAX, &v[2])) {
+            snprintf(err, n, "size_bytes, algorithm_id and fanout must be integers in "
+                             "[0, %d]", INT_MAX);
+            return -1;
+        }
+        if (strlen(tok[4]) >= PORT_NAME_LEN) {
+            snprintf(err, n, "name longer than %d characters", PORT_NAME_LEN - 1);
+            return -1;
+        }
+        d->size = v[0];
+        d->alg = (int)v[1];
+        d->fanout = (int)v[2];
+        snprintf(d->name, sizeof d->name, "%s", tok[4]);
+        g_ndec++;
+    }
+    return 0;
+}
+
+static const decision_t *decision_for(int coll, long long size)
+{
+    for (int i = 0; i < g_ndec; i++)
+        if (g_dec[i].coll == coll && g_dec[i].size == size)
+            return &g_dec[i];
+    return NULL;
+}
+
+/* Decide how job j runs under the ports table (g_run); 0, or -1 with err (the same on
+ * every rank). */
+static int port_resolve(const job_t *j, char *err, size_t n)
+{
+    const decision_t *barrier = decision_for(C_BARRIER, 0);
+    memset(&g_run, 0, sizeof g_run);
+    if (!g_ports)
+        return 0;
+    g_run.barrier_alg = barrier ? barrier->alg : 0;
+    if (j->nb || is_p2p(j->coll))
+        return 0; /* SMPI's own non-blocking collectives; point-to-point needs no port */
+    /* One process: Open MPI runs coll/self (a local copy, whatever is forced), as SMPI's
+     * own collectives do; the table names it "self". */
+    g_run.use = g_nprocs > 1;
+    if (j->alg == 0) {
+        const decision_t *d = decision_for(j->coll, j->size);
+        if (!d) {
+            snprintf(err, n, "%s: no decision for %s at %lld bytes", PORTS_ENV,
+                     coll_name(j), j->size);
+            return -1;
+        }
+        g_run.resolved = d;
+        g_run.alg = d->alg;
+        g_run.fanout = d->fanout; /* the fixed rules pass segment size 0 */
+    } else {
+        if (j->coll == C_GATHERV || j->coll == C_SCATTERV || j->segsize > INT_MAX) {
+            snprintf(err, n, "ports: %s", j->segsize > INT_MAX ? "segsize exceeds an int"
+                     : "gatherv and scatterv have one algorithm only (algorithm_id 0)");
+            return -1;
+        }
+        g_run.alg = j->alg;
+        g_run.segsize = (int)j->segsize;
+        g_run.fanout = j->fanout;
+    }
+    if (j->coll == C_BARRIER && g_run.use)
+        g_run.barrier_alg = g_run.alg; /* a forced barrier also separates the iterations */
+    return 0;
+}
+
+/* The measured collective through the ports (same buffers and arguments as call_coll). */
+static int call_port(point_t *p)
+{
+    MPI_Comm c = p->comm;
+    int n = p->count, a = g_run.alg, s = g_run.segsize, f = g_run.fanout;
+    switch (p->job->coll) {
+    case C_BARRIER:
+        return cbp_barrier(c, a);
+    case C_BCAST:
+        return cbp_bcast(p->sbuf, n, MPI_CHAR, 0, c, a, s, f);
+    case C_GATHER:
+        return cbp_gather(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, 0, c, a, s, f);
+    case C_GATHERV:
+        return cbp_gatherv_linear(p->sbuf, n, MPI_CHAR, p->rbuf, p->counts, p->displs,
+                                  MPI_CHAR, 0, c);
+    case C_SCATTER:
+        return cbp_scatter(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, 0, c, a, s, f);
+    case C_SCATTERV:
+        return cbp_scatterv_linear(p->sbuf, p->counts, p->displs, MPI_CHAR, p->rbuf, n,
+                                   MPI_CHAR, 0, c);
+    case C_REDUCE:
+        return cbp_reduce(p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM, 0, c, a, s, f);
+    case C_ALLREDUCE:
+        return cbp_allreduce(p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM, c, a, s, f);
+    case C_ALLGATHER:
+        return cbp_allgather(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, c, a, s, f);
+    case C_ALLGATHERV:
+        return cbp_allgatherv(p->sbuf, n, MPI_CHAR, p->rbuf, p->counts, p->displs, MPI_CHAR,
+                              c, a, s, f);
+    case C_ALLTOALL:
+        return cbp_alltoall(p->sbuf, n, MPI_CHAR, p->rbuf, n, MPI_CHAR, c, a, s, f);
+    case C_ALLTOALLV:
+        return cbp_alltoallv(p->sbuf, p->counts, p->displs, MPI_CHAR, p->rbuf, p->counts,
+                             p->displs, MPI_CHAR, c, a, s, f);
+    case C_REDUCE_SCATTER:
+        return cbp_reduce_scatter(p->sbuf, p->rbuf, p->counts, MPI_CHAR, MPI_SUM, c, a, s, f);
+    case C_REDUCE_SCATTER_BLOCK:
+        return cbp_reduce_scatter_block(p->sbuf, p->rbuf, p->block, MPI_CHAR, MPI_SUM, c, a,
+                                        s, f);
+    default:
+        return MPI_ERR_OTHER;
+    }
+}
+
+/* After samples_us: whose code ran, and what a default point resolved to. */
+static void write_port_fields(strbuf_t *sb, const job_t *j)
+{
+    const decision_t *d = g_run.resolved;
+    if (is_p2p(j->coll) || j->nb) /* non-blocking points keep their key list (SMPI's) */
+        return;
+    sb_printf(sb, ", \"implementation\": \"%s\"", g_run.use ? "port" : "smpi");
+    if (!d)
+        return;
+    if (d->alg > 0)
+        sb_printf(sb, ", \"resolved_algorithm_id\": %d, \"resolved_algorithm\": ", d->alg);
+    else
+        sb_printf(sb, ", \"resolved_algorithm_id\": null, \"resolved_algorithm\": ");
+    sb_json_string(sb, d->name);
+}
+#endif
+
+/* The barrier that separates timed iterations on the measured communicator: with a ports
+ * table, the one Open MPI would run there (the fixed rules' barrier, or a forced one). */
+static int comm_barrier(MPI_Comm c)
+{
+#ifdef COLLBENCH_PORTS
+    if (g_run.barrier_alg > 0)
+        return cbp_barrier(c, g_run.barrier_alg);
+#endif
+    return MPI_Barrier(c);
 }
 
 /* ------------------------------------------------------------------- one collective call */
@@ -1060,6 +1300,10 @@ static int call_coll(point_t *p)
 {
     MPI_Comm c = p->comm;
     int n = p->count;
+#ifdef COLLBENCH_PORTS
+    if (g_run.use)
+        return call_port(p);
+#endif
     switch (p->job->coll) {
     case C_BARRIER:
         return MPI_Barrier(c);
@@ -1295,7 +1539,7 @@ static int validate_coll(point_t *p, int corrupt, verdict_t *v)
 {
     const int iter = 1; /* the timed loop used iteration 0's pattern or constants */
     unsigned char *e = validation_prepare(p, iter);
-    int rc = MPI_Barrier(p->comm);
+    int rc = comm_barrier(p->comm);
     if (rc == MPI_SUCCESS)
         rc = run_once(p, 1);
     if (rc == MPI_SUCCESS) {
@@ -1359,7 +1603,7 @@ static void exchange_verdict(const verdict_t *v, result_t *res)
 static int timed_coll(point_t *p, double *t, const char **what)
 {
     const job_t *j = p->job;
-    int rc = MPI_Barrier(p->comm);
+    int rc = comm_barrier(p->comm);
     *what = "MPI_Barrier";
     for (int i = 0; rc == MPI_SUCCESS && i < j->warmup + j->iters; i++) {
         double t0 = MPI_Wtime();
@@ -1367,7 +1611,7 @@ static int timed_coll(point_t *p, double *t, const char **what)
         double t1 = MPI_Wtime();
         *what = coll_name(j);
         if (rc == MPI_SUCCESS) {
-            rc = MPI_Barrier(p->comm);
+            rc = comm_barrier(p->comm);
             *what = "MPI_Barrier";
         }
         if (i >= j->warmup)
@@ -1381,7 +1625,7 @@ static int timed_latency(point_t *p, double *t, double *total)
 {
     const job_t *j = p->job;
     MPI_Comm c = p->comm;
-    int n = p->count, rc = MPI_Barrier(c);
+    int n = p->count, rc = comm_barrier(c);
     double start = 0.0;
     for (int i = 0; rc == MPI_SUCCESS && p->rank <= 1 && i < j->warmup + j->iters; i++) {
         if (i == j->warmup)
@@ -1409,7 +1653,7 @@ static int timed_bw(point_t *p, double *t, double *total)
     const job_t *j = p->job;
     MPI_Comm c = p->comm;
     MPI_Request req[BW_WINDOW];
-    int n = p->count, rc = MPI_Barrier(c);
+    int n = p->count, rc = comm_barrier(c);
     double start = 0.0;
     for (int i = 0; rc == MPI_SUCCESS && p->rank <= 1 && i < j->warmup + j->iters; i++) {
         double t0;
@@ -1443,7 +1687,7 @@ typedef struct {
 static int timed_overlap(point_t *p, double target, ovl_t *o, const char **what)
 {
     const job_t *j = p->job;
-    int rc = MPI_Barrier(p->comm);
+    int rc = comm_barrier(p->comm);
     memset(o, 0, sizeof *o);
     *what = "MPI_Barrier";
     for (int i = 0; rc == MPI_SUCCESS && i < j->warmup + j->iters; i++) {
@@ -1465,7 +1709,7 @@ static int timed_overlap(point_t *p, double target, ovl_t *o, const char **what)
         t3 = MPI_Wtime();
         if (rc == MPI_SUCCESS) {
             *what = "MPI_Barrier";
-            rc = MPI_Barrier(p->comm);
+            rc = comm_barrier(p->comm);
         }
         if (i >= j->warmup) {
             o->overall += t3 - t0;
@@ -1805,6 +2049,9 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
     } else {
         sb_printf(&sb, "null");
     }
+#ifdef COLLBENCH_PORTS
+    write_port_fields(&sb, j);
+#endif
     if (j->nb)
         write_nb_fields(&sb, j, &r->nb);
     sb_printf(&sb, "}\n");
@@ -1861,6 +2108,10 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
         res.avg = res.min = res.max = res.median = res.bw = NAN;
         nbres_clear(&res.nb);
         debug_hook(o, i);
+#ifdef COLLBENCH_PORTS
+        char port_err[ERR_LEN] = "";
+        int port_bad = port_resolve(j, port_err, sizeof port_err);
+#endif
         if (is_p2p(j->coll) && g_nprocs < 2)
             set_error(&res, ST_FAILED, "needs at least 2 ranks");
         else if (smpi_unsupported(j))
@@ -1869,6 +2120,10 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
             set_error(&res, ST_FAILED, "size_bytes * nprocs exceeds MPI's int counts");
         else if (o->mpit && mpit_configure(&st, j, &comm, res.error, sizeof res.error))
             res.status = ST_FAILED;
+#ifdef COLLBENCH_PORTS
+        else if (port_bad)
+            set_error(&res, ST_FAILED, "%s", port_err);
+#endif
         else
             measure(j, comm, o->validate, o->debug == DBG_CORRUPT && i == o->debug_at, &res);
         if (g_rank == 0)
@@ -1907,6 +2162,25 @@ int main(int argc, char **argv)
         snprintf(msg, sizeof msg, "%s:%d: %s", o.jobs_path, bad_line, err);
         return fail_setup(msg);
     }
+#ifdef COLLBENCH_PORTS
+    {
+        const char *ports_path = getenv(PORTS_ENV);
+        if (ports_path && *ports_path) {
+            text = read_and_bcast(ports_path, err, sizeof err);
+            if (!text) {
+                snprintf(msg, sizeof msg, "%s=%s: %s", PORTS_ENV, ports_path, err);
+                return fail_setup(msg);
+            }
+            if (parse_decisions(text, &bad_line, err, sizeof err)) {
+                free(text);
+                snprintf(msg, sizeof msg, "%s:%d: %s", ports_path, bad_line, err);
+                return fail_setup(msg);
+            }
+            free(text);
+            g_ports = 1;
+        }
+    }
+#endif
     if (g_rank == 0) {
         out = fopen(o.out_path, "w");
         out_ok = out != NULL;
@@ -1932,6 +2206,9 @@ int main(int argc, char **argv)
     if (out && fclose(out) != 0)
         die("closing the output file failed: %s", strerror(errno));
     free(jobs);
+#ifdef COLLBENCH_PORTS
+    free(g_dec);
+#endif
     MPI_Finalize();
     return 0;
 }

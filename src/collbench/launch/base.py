@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from collbench import provenance, registry
 from collbench.errors import UserError
@@ -29,9 +29,30 @@ if TYPE_CHECKING:
     from collbench.catalog.mpi import MpiInstall
     from collbench.plan import Launch, Plan
     from collbench.spec import Spec
+    from collbench.spec.workload import Workload
     from collbench.store import Store
 
 Status = Literal["ok", "failed", "timeout", "interrupted"]
+
+
+class Call(Protocol):
+    """What a backend starts for one launch: the kernel (KernelCall) or a workload's program
+    (ProgramCall). A backend asks it only for its argument list and its folder, so every
+    backend launches either without knowing which it is."""
+
+    @property
+    def work(self) -> Path:
+        """The launch's folder: the launcher's stdout.txt/stderr.txt, the backend's files."""
+
+    @property
+    def outfile(self) -> Path:
+        """What the launch leaves to be read: the kernel's JSON lines, the program's stdout."""
+
+    def argv(self, launch: Launch) -> list[str]:
+        """The command line of every rank (the executable first)."""
+
+    def prepare(self, launch: Launch) -> None:
+        """Write the inputs the launch reads into `work` (the kernel's job file)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,48 @@ class KernelCall:
         if launch.samples:
             args.append("--samples")
         return args + list(self.debug)
+
+    @property
+    def work(self) -> Path:
+        return self.jobfile.parent
+
+    def prepare(self, launch: Launch) -> None:
+        self.jobfile.write_text("\n".join(launch.job_lines()) + "\n")
+
+
+@dataclass(frozen=True)
+class ProgramCall:
+    """Everything a backend needs to start a workload's program for one launch: the
+    executable and the launch's own arguments (launch.program.args)."""
+
+    program: Path
+    folder: Path
+    wrapper: tuple[str, ...] = ()  # runs each rank's program, e.g. `env LD_PRELOAD=...`
+
+    @property
+    def work(self) -> Path:
+        return self.folder
+
+    @property
+    def outfile(self) -> Path:
+        return self.folder / "stdout.txt"  # where every backend puts the launch's stdout
+
+    def argv(self, launch: Launch) -> list[str]:
+        if launch.program is None:
+            raise ValueError(f"launch {launch.launch_id} runs the kernel, not a program")
+        return [*self.wrapper, str(self.program), *launch.program.args]
+
+    def prepare(self, launch: Launch) -> None:
+        return None
+
+
+def call_for(launch: Launch, binary: Path, work: Path, debug: tuple[str, ...] = (),
+             wrapper: tuple[str, ...] = ()) -> KernelCall | ProgramCall:
+    """The call that starts this launch: the campaign's binary is the kernel (with the
+    launch's job file) or, for a workload launch, the program (with its arguments)."""
+    if launch.program is not None:
+        return ProgramCall(binary, work, wrapper)
+    return KernelCall(binary, work / "jobs.txt", work / "kernel.jsonl", debug, wrapper)
 
 
 @dataclass
@@ -117,6 +180,16 @@ class Backend(ABC):
     def build_kernel(self) -> KernelBinary:
         return build_kernel(self.mpi.mpicc)
 
+    def compiler(self) -> Path:
+        """The MPI's C compiler wrapper a workload's program is built with."""
+        return self.mpi.mpicc
+
+    def build_program(self, workload: Workload) -> KernelBinary:
+        """A workload's program, built with this backend's compiler (cached per compiler)."""
+        from collbench.launch.program import build_program
+
+        return build_program(self.compiler(), workload, self.setup.source)
+
     def identity(self) -> Identity:
         return Identity(self.mpi.implementation, self.mpi.version, str(self.mpi.mpicc))
 
@@ -142,7 +215,7 @@ class Backend(ABC):
 
     # --- launching --------------------------------------------------------------------
     @abstractmethod
-    def command(self, launch: Launch, call: KernelCall) -> list[str]:
+    def command(self, launch: Launch, call: Call) -> list[str]:
         """The argument list that runs this launch (never a shell string)."""
 
     def environment(self, launch: Launch) -> list[tuple[str, str]]:
@@ -162,7 +235,7 @@ class Backend(ABC):
         lines = []
         for la in plan.launches:
             work = self.setup.store.work_dir(la.launch_id).resolve()
-            call = KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug)
+            call = call_for(la, kernel, work, debug)
             env = [f"{k}={v}" for k, v in self.environment(la)]
             lines.append(f"# {la.launch_id}: {len(la.points)} points")
             lines.append(shlex.join([*(["env", *env] if env else []),
@@ -174,9 +247,10 @@ class LaunchBackend(Backend):
     """Runs one launch at a time, to completion, timeout or interruption."""
 
     @abstractmethod
-    def run(self, launch: Launch, call: KernelCall,
+    def run(self, launch: Launch, call: Call,
             interrupted: Callable[[], bool]) -> LaunchOutcome:
-        """Run to completion, timeout or interruption; the kernel writes call.outfile."""
+        """Run to completion, timeout or interruption; stdout and stderr go to files in
+        call.work (stdout.txt, stderr.txt), the kernel writes call.outfile."""
 
 
 def kernel_record(kernel: KernelBinary) -> dict[str, Any]:

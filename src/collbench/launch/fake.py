@@ -3,6 +3,8 @@
 It runs a real subprocess (so timeouts, process-group kills and interruption are
 exercised), reads the same job file and writes the same JSON lines as the C kernel, with
 latencies from a Hockney model. Its numbers are synthetic and labelled so (backend "fake").
+A workload's program is started as it is, as one process (an MPI program runs as a
+singleton), with COLLBENCH_FAKE_NPROCS telling it the planned process count.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from collbench.catalog.mpi import launcher_env
-from collbench.launch.base import KernelCall, LaunchBackend, LaunchOutcome
+from collbench.launch.base import Call, LaunchBackend, LaunchOutcome
 from collbench.launch.process import run_group
 from collbench.plan import Launch
 
@@ -24,15 +26,15 @@ from collbench.plan import Launch
 class FakeBackend(LaunchBackend):
     name = "fake"
 
-    def command(self, launch: Launch, call: KernelCall) -> list[str]:
+    def command(self, launch: Launch, call: Call) -> list[str]:
         return [sys.executable, "-m", "collbench.launch.fake", "-np", str(launch.nprocs),
-                *call.argv(launch)[1:]]
+                "--", *call.argv(launch)]
 
     def run(
-        self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]
+        self, launch: Launch, call: Call, interrupted: Callable[[], bool]
     ) -> LaunchOutcome:
         argv = self.command(launch, call)
-        done = run_group(argv, launcher_env(self.mpi), launch.timeout_s, call.outfile.parent,
+        done = run_group(argv, launcher_env(self.mpi), launch.timeout_s, call.work,
                          interrupted)
         status = ("interrupted" if done.interrupted else "timeout" if done.timed_out
                   else "ok" if done.returncode == 0 else "failed")
@@ -45,7 +47,53 @@ def _latency_us(coll: str, alg: int, size: int, nprocs: int) -> float:
     return alpha * math.ceil(math.log2(max(nprocs, 2))) + size / beta * (1 + alg % 3)
 
 
+def _nonblocking(options: list[str], pure: float) -> dict[str, object]:
+    """Synthetic OSU non-blocking figures: MPI_Test calls buy progress (50 calls: all of
+    the pure time hidden), each costs 0.02 µs; the kernel's keys and formulas."""
+    opts = dict(o.split("=", 1) for o in options)
+    tests, compute, hide = int(opts.get("test_calls", "0")), opts.get("compute", "auto"), \
+        int(opts.get("hide_steps", "0"))
+    cpu = (pure if compute == "auto" else float(compute[:-1]) * pure if compute.endswith("x")
+           else float(compute.removesuffix("us")))
+    hidden = min(1.0, tests / 50) * min(cpu, pure)
+    init, test, wait = 0.1 * pure, 0.02 * tests, pure - hidden
+    overall = init + cpu + test + wait
+    raw = 100 - (overall - cpu) / pure * 100
+    return {
+        "test_calls": tests, "compute": compute, "hide_steps": hide, "overall_us": overall,
+        "compute_us": cpu, "init_us": init, "test_us": test, "wait_us": wait,
+        "pure_us": pure, "min_comm_us": pure * 0.9, "max_comm_us": pure * 1.1,
+        "overlap_pct": max(0.0, raw),
+        "overlap_imb_pct": 100 * max(0.0, min(1.0, (pure + cpu - overall) / max(pure, cpu))),
+        "overlap_raw_pct": raw, "slowdown_us": max(0.0, overall - cpu - pure),
+        "max_hidden_us": min(1.0, tests / 50) * pure if hide else None,
+        "max_hidden_pct": min(1.0, tests / 50) * 100 if hide else None,
+        "hide_bound_us": pure * 1.05 if hide else None,
+    }
+
+
+def _rank_command(argv: list[str]) -> int | list[str]:
+    """`-np N -- COMMAND...`: the kernel's flags (COMMAND[1:]) when COMMAND is the kernel,
+    else the program run as it is (exit status returned)."""
+    split = argv.index("--")
+    nprocs, command = argv[:split], argv[split + 1:]
+    if "--jobs" in command:
+        return nprocs + command[1:]
+    env = {**os.environ, "COLLBENCH_FAKE_NPROCS": nprocs[nprocs.index("-np") + 1]}
+    sys.stdout.flush()
+    try:
+        os.execvpe(command[0], command, env)
+    except OSError as e:
+        sys.stderr.write(f"fake launcher: cannot start {command[0]}: {e.strerror or e}\n")
+    return 127
+
+
 def _main(argv: list[str]) -> int:
+    if "--" in argv:
+        got = _rank_command(argv)
+        if isinstance(got, int):
+            return got
+        argv = got
     valued = {"-np", "--jobs", "--output", "--debug", "--debug-at"}
     args: dict[str, str] = {}
     flags: set[str] = set()
@@ -60,7 +108,7 @@ def _main(argv: list[str]) -> int:
     lines = [ln.split() for ln in Path(args["--jobs"]).read_text().splitlines()
              if ln.strip() and not ln.startswith("#")]
     with open(args["--output"], "w") as out:
-        for index, (coll, alg, seg, fan, size, iters, warm) in enumerate(lines):
+        for index, (coll, alg, seg, fan, size, iters, warm, *options) in enumerate(lines):
             if index == debug_at and debug == "hang":
                 time.sleep(3600)
             if index == debug_at and debug == "crash":
@@ -76,10 +124,14 @@ def _main(argv: list[str]) -> int:
                 "status": "ok", "error": None,
                 "samples_us": [lat] * int(iters) if "--samples" in flags else None,
             }
+            if coll.startswith("i"):  # non-blocking: avg/min/max are the pure time
+                row.update(_nonblocking(options, lat))
             if index == debug_at and debug == "corrupt" and "--validate" in flags:
                 row.update(status="invalid", error="rank 1 index 0: expected 1 got 254",
                            avg_us=None, min_us=None, max_us=None, median_us=None,
                            validated=False)
+                row.update({k: None for k in row if k.endswith(("_us", "_pct"))
+                            and k != "samples_us"})
             out.write(json.dumps(row) + "\n")
             out.flush()
             os.fsync(out.fileno())

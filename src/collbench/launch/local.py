@@ -11,7 +11,7 @@ from pathlib import Path
 from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import MpiInstall, launcher_env
 from collbench.launch import allocation
-from collbench.launch.base import KernelCall, LaunchBackend, LaunchOutcome, Planning
+from collbench.launch.base import Call, KernelCall, LaunchBackend, LaunchOutcome, Planning
 from collbench.launch.process import run_group
 from collbench.plan import Launch
 
@@ -25,14 +25,14 @@ def _major(version: str) -> int:
         return 0
 
 
-def mpirun_command(mpi: MpiInstall, launch: Launch, call: KernelCall) -> list[str]:
+def mpirun_command(mpi: MpiInstall, launch: Launch, call: Call) -> list[str]:
     """`mpirun ... kernel` for this launch: Open MPI's flags, or MPICH Hydra's."""
     if mpi.implementation == "mpich":
         return _hydra(mpi, launch, call)
     return _openmpi(mpi, launch, call)
 
 
-def _openmpi(mpi: MpiInstall, launch: Launch, call: KernelCall) -> list[str]:
+def _openmpi(mpi: MpiInstall, launch: Launch, call: Call) -> list[str]:
     argv = [str(mpi.mpirun)]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-run-as-root")
@@ -54,7 +54,7 @@ def _openmpi(mpi: MpiInstall, launch: Launch, call: KernelCall) -> list[str]:
     return argv + call.argv(launch)
 
 
-def _hydra(mpi: MpiInstall, launch: Launch, call: KernelCall) -> list[str]:
+def _hydra(mpi: MpiInstall, launch: Launch, call: Call) -> list[str]:
     argv = [str(mpi.mpirun), "-np", str(launch.nprocs),
             "-map-by", launch.mapping, "-bind-to", launch.binding]
     for key, value in launch.env:
@@ -71,16 +71,16 @@ class LocalBackend(LaunchBackend):
         return Planning(base, alloc.total_slots if alloc is not None and alloc.total_slots
                         else None)
 
-    def command(self, launch: Launch, call: KernelCall) -> list[str]:
+    def command(self, launch: Launch, call: Call) -> list[str]:
         return mpirun_command(self.mpi, launch, call)
 
     def run(
-        self, launch: Launch, call: KernelCall, interrupted: Callable[[], bool]
+        self, launch: Launch, call: Call, interrupted: Callable[[], bool]
     ) -> LaunchOutcome:
         argv = self.command(launch, call)
         env = launcher_env(self.mpi)
         env.update(dict(launch.env))
-        done = run_group(argv, env, launch.timeout_s, call.outfile.parent, interrupted)
+        done = run_group(argv, env, launch.timeout_s, call.work, interrupted)
         if done.interrupted:
             status = "interrupted"
         elif done.timed_out:

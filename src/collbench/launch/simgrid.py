@@ -1,16 +1,27 @@
 """SimGrid SMPI backend: the kernel, built with smpicc, runs on a simulated cluster.
 
+What runs (catalog.simgrid): Open MPI's algorithm names run collbench's ports of Open MPI's
+coll/tuned algorithms, linked into the SMPI kernel (COLLBENCH_PORTS_TABLE), with Open MPI's
+forced semantics (segment size 0 = unsegmented, default fanouts); "default" runs what the
+fixed decision rules of the simulated series (`run.simgrid.ompi_version`, 5.0 unless said)
+pick, from a table collbench writes per launch, and the row records what that was
+(metrics resolved_algorithm). `smpi:<name>` runs SMPI's own algorithm instead, forced with
+`--cfg=smpi/<collective>:<name>`; MPICH names always run SMPI's counterparts.
+
 Everything a simulation cannot do is rejected before anything runs: MPI_T switching, MCA
-parameters, segment sizes and fanouts (SMPI's ports choose their own), algorithms SMPI
-does not implement, placements other than core/socket/node, more ranks than the platform
-has cores. The results folder gets the cluster description (platform.toml) and the
-SimGrid file generated from it (platform.xml); rows say backend "simgrid", mpi "smpi".
+parameters, algorithms with neither a port nor an SMPI counterpart, a segment size or
+fanout on SMPI's own algorithms, placements other than core/socket/node, more ranks than
+the platform has cores. The results folder gets the cluster description (platform.toml)
+and the SimGrid file generated from it (platform.xml); rows say backend "simgrid", mpi
+"smpi".
 
 One `smpirun` per launch: `-platform` (the XML collbench generated from the cluster
 description), `-hostfile` (where --map-by puts each rank), and `--cfg` options:
-- smpi/coll-selector:ompi (or mpich): the baseline that mimics the library's decisions;
-- smpi/<collective>:<algorithm> for a launch forcing one algorithm (SMPI has no MPI_T:
-  one launch per algorithm);
+- smpi/coll-selector:ompi (or mpich): what SMPI's own collectives do when not forced (in
+  launches that run SMPI's algorithms; a launch running the ports leaves SMPI's defaults,
+  which then only serve SMPI itself, e.g. MPI_Comm_dup);
+- smpi/<collective>:<algorithm> for a launch forcing one of SMPI's algorithms (SMPI has no
+  MPI_T: one launch per algorithm; the ports are also forced one launch per algorithm);
 - determinism: smpi/simulate-computation:no (host CPU time never enters the simulated
   clock) and smpi/wtime:0 (MPI_Wtime costs no simulated time), so the same launch gives
   the same numbers on any machine;
@@ -33,15 +44,24 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from collbench.catalog.algorithms import Catalog
+from collbench.catalog.algorithms import DEFAULT, Catalog
 from collbench.catalog.load import load_catalog
-from collbench.catalog.simgrid import check_algorithm, selector, simgrid_catalog, smpi_algorithm
+from collbench.catalog.simgrid import (
+    SMPI_PREFIX,
+    SimgridCatalog,
+    default_decisions,
+    has_port,
+    is_smpi,
+    selector,
+    simgrid_catalog,
+    smpi_algorithm,
+)
 from collbench.errors import UserError
-from collbench.kernel.build import KernelBinary, build_kernel
+from collbench.kernel.build import KernelBinary, build_kernel, port_sources
 from collbench.launch.base import (
     BackendSetup,
+    Call,
     Identity,
-    KernelCall,
     LaunchBackend,
     LaunchOutcome,
     Planning,
@@ -56,6 +76,8 @@ from collbench.spec import Spec
 
 PLATFORM_TOML: Final = "platform.toml"
 PLATFORM_XML: Final = "platform.xml"
+PORTS_TABLE: Final = "ports.txt"  # a launch's ports table, beside its job file
+PORTS_ENV: Final = "COLLBENCH_PORTS_TABLE"  # where the kernel finds it (collbench_kernel.c)
 INSTALL_HINT: Final = ("install SimGrid's SMPI (Debian/Ubuntu: apt-get install "
                        "libsimgrid-dev), or put smpicc and smpirun on PATH")
 SHARED_MALLOC_THRESH: Final = 65536
@@ -96,15 +118,20 @@ def compat_header() -> Path:
 
 
 def build_smpi_kernel(tools: SmpiTools, cache_dir: Path | None = None) -> KernelBinary:
-    """The kernel compiled with smpicc; cached apart from MPI builds (smpicc's fingerprint).
+    """The kernel compiled with smpicc, with collbench's ports of Open MPI's algorithms
+    linked in (COLLBENCH_PORTS: the kernel's ports table); cached apart from MPI builds
+    (smpicc's fingerprint).
 
     The compat header's hash rides along as a define, so a changed header gives a new
-    binary even though build_kernel only hashes the kernel source and the flags.
+    binary even though build_kernel only hashes the kernel source, the ports and the flags.
     """
     header = compat_header()
     digest = hashlib.sha256(header.read_bytes()).hexdigest()[:12]
+    sources = port_sources()
     return build_kernel(tools.smpicc, cache_dir,
-                        ["-include", str(header), f"-DCOLLBENCH_SMPI_COMPAT={digest}"])
+                        ["-include", str(header), f"-DCOLLBENCH_SMPI_COMPAT={digest}",
+                         "-DCOLLBENCH_PORTS", "-I", str(sources[0].parent)],
+                        extra_sources=sources)
 
 
 def _lines(path: Path) -> int:
@@ -142,6 +169,7 @@ class SimSettings:
     selector: str  # SMPI's coll-selector for the default: ompi | mpich
     cfg: tuple[str, ...] = ()  # the spec's run.simgrid.cfg, passed last
     shared_malloc: bool = True
+    ompi_version: str | None = None  # the Open MPI series the ports simulate (None: MPICH)
 
     def base_cfg(self) -> list[str]:
         cfg = [f"smpi/coll-selector:{self.selector}", "smpi/simulate-computation:no",
@@ -150,8 +178,22 @@ class SimSettings:
             cfg.append(f"smpi/auto-shared-malloc-thresh:{SHARED_MALLOC_THRESH}")
         return cfg
 
+    # --- workload programs (docs/workloads.md) ------------------------------------------
+    def program_cfg(self, nprocs: int, compute: bool = True) -> list[str]:
+        """A workload's program computes as well as communicates: its CPU bursts are timed
+        and simulated at the platform's host speed (1 Gflop/s in simgrid_xml, so a burst
+        takes its native time; workload.simulate_compute = false: no, deterministic runs),
+        and its buffers are its own (no shared malloc: programs check their results). At
+        one process SMPI 3.32's ompi selector aborts in MPI_Reduce (reduce__ompi_pipeline:
+        "Actor pid=-1 is gone"); there every collective is a copy, so SMPI's default
+        selector runs them."""
+        chosen = self.selector if nprocs > 1 else "default"
+        timed = ["smpi/simulate-computation:yes", "smpi/host-speed:1Gf"] if compute else \
+            ["smpi/simulate-computation:no"]
+        return [f"smpi/coll-selector:{chosen}", *timed, "smpi/wtime:0"]
 
-def check_spec(spec: Spec, base: Catalog, source: str) -> None:
+
+def check_spec(spec: Spec, catalog: SimgridCatalog, source: str) -> None:
     """Reject what SMPI cannot simulate, naming the spec key and the valid choices."""
     if spec.run.selection == "mpit":
         raise UserError(f"{source}: run.selection: 'mpit' needs MPI_T, which SimGrid SMPI does "
@@ -170,11 +212,14 @@ def check_spec(spec: Spec, base: Catalog, source: str) -> None:
             "measure.algorithms"
         for i, entry in enumerate(entries):
             where = f"{source}: {prefix}[{i}]"
-            if entry.segsize or entry.fanout:
-                raise UserError(f"{where}.{'segsize' if entry.segsize else 'fanout'}: SMPI's "
-                                "algorithms choose their own segment sizes and fanouts; "
-                                "remove it (see docs/simgrid.md)")
-            check_algorithm(base, coll, entry.name, where)
+            if entry.is_all():
+                continue
+            alg = catalog.resolve(coll, entry.name, where)
+            if (entry.segsize or entry.fanout) and is_smpi(alg.name):
+                raise UserError(f"{where}.{'segsize' if entry.segsize else 'fanout'}: "
+                                f"{alg.name} is SMPI's own algorithm, which chooses its own "
+                                "segment size and fanout; they apply to the ports (Open "
+                                "MPI's names, see docs/simgrid.md)")
 
 
 def platform_ref(spec: Spec, source: str, given: str | None) -> str | Path:
@@ -199,7 +244,11 @@ class SimgridBackend(LaunchBackend):
         self.tools = find_smpi()
         # What SMPI cannot simulate is said before anything else (even a missing platform).
         self.base = load_catalog(self.mpi)
-        check_spec(self.spec, self.base, setup.source)
+        try:
+            self.catalog = simgrid_catalog(self.base, self.spec.run.simgrid.ompi_version)
+        except UserError as e:
+            raise UserError(f"{setup.source}: {e}") from None
+        check_spec(self.spec, self.catalog, setup.source)
         store = setup.store
         self.platform_path = Path()
         if setup.resume:  # the platform the campaign was simulated on
@@ -223,7 +272,8 @@ class SimgridBackend(LaunchBackend):
             self.tools, self.cluster, store.backend_file(PLATFORM_XML).resolve(),
             self.mpi.implementation, selector(self.mpi.implementation),
             tuple(self.spec.run.simgrid.cfg),
-            shared_malloc=bool(shared) and not self.spec.measure.check_results)
+            shared_malloc=bool(shared) and not self.spec.measure.check_results,
+            ompi_version=self.catalog.ompi_version)
 
     def _stored_cluster(self) -> tuple[Cluster, str]:
         store = self.setup.store
@@ -244,10 +294,13 @@ class SimgridBackend(LaunchBackend):
         for i, n in enumerate(self.spec.measure.nprocs):
             for mapping in self.spec.measure.map_by:
                 check_placement(self.cluster, n, mapping, f"{source}: measure.nprocs[{i}]")
-        return Planning(simgrid_catalog(base), self.cluster.cores)
+        return Planning(self.catalog, self.cluster.cores)
 
     def build_kernel(self) -> KernelBinary:
         return build_smpi_kernel(self.tools)
+
+    def compiler(self) -> Path:  # a workload's program is built with smpicc
+        return self.tools.smpicc
 
     def identity(self) -> Identity:
         return Identity("smpi", self.tools.version, str(self.tools.smpicc))
@@ -261,9 +314,9 @@ class SimgridBackend(LaunchBackend):
         tools, settings, c = self.tools, self.settings, self.cluster
         prov["mpi"] = {"implementation": "smpi", "version": tools.version,
                        "mpicc": str(tools.smpicc), "mpirun": str(tools.smpirun),
-                       "algorithm_names": f"{self.mpi.implementation} {self.mpi.version} "
-                                          f"({self.base.source})",
-                       "default": f"SMPI's {settings.selector} selector"}
+                       "algorithm_names": f"{self.catalog.implementation} "
+                                          f"{self.catalog.version} ({self.catalog.source})",
+                       "default": self._default_description()}
         xml = platform_xml(c)
         prov["simgrid"] = {
             "version": tools.version, "platform": c.name,
@@ -272,11 +325,29 @@ class SimgridBackend(LaunchBackend):
             "platform_xml_sha256": hashlib.sha256(xml.encode()).hexdigest(),
             "cfg": [*settings.base_cfg(), *settings.cfg],
             "shared_malloc": settings.shared_malloc, "privatization": "dlopen",
+            "ompi_version": settings.ompi_version,
+            "collectives": self._collectives_description(),
         }
         prov["warnings"].append(
             f"simulated with SimGrid SMPI {tools.version} on platform {c.name} "
             f"({c.summary()}): numbers are model predictions, not measurements")
         return prov
+
+    def _default_description(self) -> str:
+        v = self.settings.ompi_version
+        if v is None:
+            return f"SMPI's {self.settings.selector} selector"
+        return (f"Open MPI {v}'s fixed decision rules (coll/tuned; gatherv, scatterv: "
+                "coll/basic linear), run by collbench's ports")
+
+    def _collectives_description(self) -> str:
+        v = self.settings.ompi_version
+        if v is None:
+            return (f"SMPI's own algorithms under {self.catalog.implementation}'s names "
+                    "(no ports of them exist)")
+        return (f"collbench's ports of Open MPI {v}'s coll/tuned algorithms (forced: "
+                "unsegmented unless segsize, default fanouts; default: the fixed decision "
+                f"rules); {SMPI_PREFIX}<name>: SMPI's own; non-blocking collectives: SMPI's")
 
     def created(self, store: Any) -> None:
         store.write_backend_file(PLATFORM_TOML, self.platform_text)
@@ -291,24 +362,64 @@ class SimgridBackend(LaunchBackend):
 
     # --- launching --------------------------------------------------------------------
     def forced_cfg(self, launch: Launch) -> list[str]:
-        """`smpi/<collective>:<algorithm>` for a launch that forces one algorithm."""
+        """`smpi/<collective>:<algorithm>` for a launch that forces one of SMPI's algorithms
+        (`smpi:<name>`, or under MPICH names its counterpart); nothing for the ports."""
         if launch.selection != LAUNCH:
             return []
         point = launch.points[0]
+        if is_smpi(point.algorithm):
+            return [f"smpi/{point.collective}:{point.algorithm[len(SMPI_PREFIX):]}"]
+        if self.catalog.runs_port(point.algorithm):
+            return []
         alg = smpi_algorithm(self.settings.implementation, point.collective, point.algorithm)
         if alg is None:  # make_plan only plans algorithms SMPI has; a stale plan might not
             raise UserError(f"launch {launch.launch_id}: {point.collective} algorithm "
                             f"{point.algorithm!r} has no SMPI counterpart")
         return [f"smpi/{point.collective}:{alg.smpi}"]
 
-    @staticmethod
-    def hostfile_path(call: KernelCall) -> Path:
-        return call.jobfile.parent / "hostfile.txt"
+    def ports_table(self, launch: Launch) -> str | None:
+        """The kernel's ports table for this launch (None: it runs SMPI's collectives):
+        what "default" runs for each of its default points, by the fixed decision rules of
+        the simulated Open MPI at this process count, and the barrier between iterations."""
+        version = self.settings.ompi_version
+        if launch.program is not None or version is None or not all(
+                self.catalog.runs_port(p.algorithm) for p in launch.points):
+            return None  # (a workload's program has no ports table)
+        n = launch.nprocs
+        lines = [f"# Open MPI {version} fixed decision rules at {n} processes "
+                 "(collbench.catalog.ompi_decisions): collective size_bytes algorithm_id "
+                 "fanout name"]
+        wanted = [("barrier", 0)] + [(p.collective, p.size_bytes) for p in launch.points
+                                     if p.algorithm == DEFAULT and has_port(p.collective)]
+        for coll, size in dict.fromkeys(wanted):
+            alg, fanout, name = default_decisions(version, coll, n, size)
+            lines.append(f"{coll} {size} {alg} {fanout} {name}")
+        return "\n".join(lines) + "\n"
 
-    def command(self, launch: Launch, call: KernelCall) -> list[str]:
+    @staticmethod
+    def ports_path(call: Call) -> Path:
+        return call.work / PORTS_TABLE
+
+    @staticmethod
+    def hostfile_path(call: Call) -> Path:
+        return call.work / "hostfile.txt"
+
+    def command(self, launch: Launch, call: Call) -> list[str]:
         s = self.settings
-        cfg = [*s.base_cfg(), *self.forced_cfg(launch), *s.cfg]
+        workload = self.spec.workload
+        base = s.base_cfg() if launch.program is None or workload is None else \
+            s.program_cfg(launch.nprocs, workload.simulate_compute)
         platform, env = platform_args(s.cluster, s.platform_xml, s.tools.version)
+        if self.ports_table(launch) is not None:  # the kernel runs the ports
+            env = {**env, PORTS_ENV: str(self.ports_path(call))}
+            # SMPI's own collectives then only serve SMPI itself (MPI_Comm_dup) and the
+            # non-blocking ones, which no selector drives: left to SMPI's defaults, as its
+            # ompi selector makes MPI_Comm_dup take minutes at a thousand ranks.
+            base = [c for c in base if not c.startswith("smpi/coll-selector:")]
+        # SMPI charges simulated time for every MPI_Test (100 µs by default): a launch that
+        # interleaves MPI_Test calls in its compute phase would measure SMPI's penalty.
+        tests = ["smpi/test:0"] if any((p.test_calls or 0) > 0 for p in launch.points) else []
+        cfg = [*base, *self.forced_cfg(launch), *tests, *s.cfg]
         prefix = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
         return [*prefix, str(s.tools.smpirun), "-np", str(launch.nprocs), *platform,
                 "-hostfile", str(self.hostfile_path(call)), *(f"--cfg={c}" for c in cfg),
@@ -317,21 +428,23 @@ class SimgridBackend(LaunchBackend):
     def environment(self, launch: Launch) -> list[tuple[str, str]]:
         return []  # SMPI forces algorithms with --cfg, never through the environment
 
-    def run(self, launch: Launch, call: KernelCall,
+    def run(self, launch: Launch, call: Call,
             interrupted: Callable[[], bool]) -> LaunchOutcome:
         s = self.settings
         argv = self.command(launch, call)
         path = self.hostfile_path(call)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(hostfile(s.cluster, launch.nprocs, launch.mapping))
-        done = run_group(argv, dict(os.environ), launch.timeout_s, call.outfile.parent,
-                         interrupted)
+        table = self.ports_table(launch)
+        if table is not None:
+            self.ports_path(call).write_text(table)
+        done = run_group(argv, dict(os.environ), launch.timeout_s, call.work, interrupted)
         status = ("interrupted" if done.interrupted else "timeout" if done.timed_out
                   else "ok" if done.returncode == 0 else "failed")
         if status == "ok" and _lines(call.outfile) < len(launch.points):
             status = "failed"  # SMPI exits 0 after reporting a deadlock
         used = sorted({node for node, _ in place(s.cluster, launch.nprocs, launch.mapping)})
-        tail = smpi_messages(call.outfile.parent / "stderr.txt") or done.stderr_tail
+        tail = smpi_messages(call.work / "stderr.txt") or done.stderr_tail
         return LaunchOutcome(status, argv, done.returncode, done.wall_s, tail,  # type: ignore[arg-type]
                              [f"{s.cluster.name}:{node_id(n)}" for n in used])
 

@@ -73,14 +73,33 @@ class FitError:
 
 
 @dataclass(frozen=True)
+class LogGP:
+    """LogGP parameters of one level (µs; G in µs per byte), e.g. from `model loggp`.
+
+    L: latency; o_s, o_r: send and receive overheads of a small message; g: the gap between
+    small messages; G: the gap per byte of large messages, from `G_from_bytes` on when
+    known. `method` says how they were obtained (free text)."""
+
+    L_us: float
+    o_s_us: float
+    o_r_us: float
+    g_us: float
+    G_us_per_byte: float
+    G_from_bytes: int | None = None
+    method: str | None = None
+
+
+@dataclass(frozen=True)
 class LevelModel:
-    """The p2p model of one placement level: regimes sorted by from_bytes (first at 0)."""
+    """The p2p model of one placement level: regimes sorted by from_bytes (first at 0),
+    and optionally its LogGP parameters (not used by the Hockney costing)."""
 
     level: str
     regimes: tuple[Regime, ...]
     transport: str = DEFAULT_TRANSPORT
     error: FitError | None = None
     bic: float | None = None
+    loggp: LogGP | None = None
 
     def regime(self, nbytes: float) -> Regime:
         chosen = self.regimes[0]

@@ -39,13 +39,26 @@ latency and bandwidth per level). Every quantity carries its unit, in a string
     median_abs_pct_error = 2.1
     p95_abs_pct_error = 7.9
 
+    [levels.node.loggp]           # optional: LogGP/PLogP parameters (collbench model loggp)
+    L = "1.1 us"                  # latency
+    o_s = "0.35 us"               # send overhead (small message)
+    o_r = "0.4 us"                # receive overhead (small message)
+    g = "0.5 us"                  # gap between small messages
+    G = "0.087 ns/B"              # gap per byte of large messages (1/bandwidth)
+    G_from = "64 KiB"             # optional: G is g(m)'s slope from this size on
+    method = "netgauge -x loggp"  # optional: how they were measured
+
     [reduce]                      # optional: local reduction speed (γ = 1/bandwidth)
     bandwidth = "4 GB/s"
 
 Units: latency ns, us (or µs), ms, s; bandwidth B/s, kB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s,
-GiB/s, Gbit/s (10⁹ bits/s); sizes B, kB, MB, GB, KiB, MiB, GiB. A level table holds either
-`latency` + `bandwidth` (one regime) or `regimes`, not both; regimes are listed in increasing
-`from` order, the first from 0. Latency may be 0, bandwidth must be > 0. Every level in
+GiB/s, Gbit/s (10⁹ bits/s); sizes B, kB, MB, GB, KiB, MiB, GiB; gap per byte (G) ps/B, ns/B,
+us/B (or µs/B), ms/B, s/B. A level table holds either `latency` + `bandwidth` (one regime) or
+`regimes`, not both; regimes are listed in increasing `from` order, the first from 0.
+Latency may be 0, bandwidth must be > 0. A level's optional `loggp` table holds all of L,
+o_s, o_r, g (times) and G (time per byte), each finite and >= 0, and optionally `G_from` (a
+size) and `method` (text); it is written beside the Hockney parameters, never instead of
+them (the costing of `model predict` uses latency and bandwidth). Every level in
 `required_levels` (core, socket, node by default) must be present. Unknown keys, missing
 units, zero/negative/non-finite values, files over 1 MiB and nesting deeper than 6 are
 refused with one line
@@ -63,7 +76,7 @@ from typing import Any, Final
 
 from collbench.errors import UserError
 from collbench.inputs import read_bytes
-from collbench.models.p2p import LEVELS, FitError, LevelModel, P2PModel, Regime
+from collbench.models.p2p import LEVELS, FitError, LevelModel, LogGP, P2PModel, Regime
 from collbench.store import atomic_write
 
 FORMAT: Final = "collbench-p2p"
@@ -77,9 +90,14 @@ BW_UNITS: Final = {"B/s": 1.0, "kB/s": 1e3, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e
                    "Gbit/s": 1e9 / 8, "Gb/s": 1e9 / 8}
 SIZE_UNITS: Final = {"B": 1, "kB": 1000, "KB": 1000, "MB": 10 ** 6, "GB": 10 ** 9,
                      "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+GAP_UNITS: Final = {"ps/B": 1e-6, "ns/B": 1e-3, "us/B": 1.0, "µs/B": 1.0, "μs/B": 1.0,
+                    "ms/B": 1e3, "s/B": 1e6}
 TOP_KEYS: Final = ("format", "version", "source", "levels", "reduce")
 LEVEL_KEYS: Final = ("latency", "bandwidth", "latency_ci", "bandwidth_ci", "regimes", "fit",
-                     "transport")
+                     "transport", "loggp")
+LOGGP_KEYS: Final = ("L", "o_s", "o_r", "g", "G", "G_from", "method")
+LOGGP_NAMES: Final = {"L": "latency", "o_s": "send overhead", "o_r": "receive overhead",
+                      "g": "gap", "G": "gap per byte"}
 REGIME_KEYS: Final = ("from", "latency", "bandwidth", "latency_ci", "bandwidth_ci")
 FIT_KEYS: Final = ("points", "median_abs_pct_error", "p95_abs_pct_error", "bic")
 _QUANTITY = re.compile(r"^\s*([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?|[-+]?inf|nan)\s*(\S+)\s*$")
@@ -177,7 +195,8 @@ class _Reader:
 
 
 def _example(units: Mapping[str, float]) -> str:
-    return "0.5 us" if "us" in units else "10 GB/s" if "GB/s" in units else "8 KiB"
+    return "0.5 us" if "us" in units else "10 GB/s" if "GB/s" in units \
+        else "0.1 ns/B" if "ns/B" in units else "8 KiB"
 
 
 def _depth(value: object) -> int:
@@ -250,7 +269,23 @@ def _level(rd: _Reader, name: str, raw: object) -> LevelModel:
                     or not math.isfinite(b):
                 raise rd.fail(f"{field}.fit.bic", b, "a finite number")
             bic = float(b)
-    return LevelModel(name, tuple(regimes), transport, error, bic)
+    loggp = _loggp(rd, table["loggp"], f"{field}.loggp") if "loggp" in table else None
+    return LevelModel(name, tuple(regimes), transport, error, bic, loggp)
+
+
+def _loggp(rd: _Reader, raw: object, field: str) -> LogGP:
+    table = rd.table(raw, field, LOGGP_KEYS)
+    for key in LOGGP_KEYS[:5]:
+        if key not in table:
+            raise rd.fail(f"{field}.{key}", "missing",
+                          "L, o_s, o_r, g and G together, with units, e.g. L = \"1 us\", "
+                          "G = \"0.1 ns/B\"")
+    L, o_s, o_r, g = (rd.quantity(table[k], f"{field}.{k}", TIME_UNITS, LOGGP_NAMES[k], ">= 0")
+                      for k in ("L", "o_s", "o_r", "g"))
+    per_byte = rd.quantity(table["G"], f"{field}.G", GAP_UNITS, LOGGP_NAMES["G"], ">= 0")
+    start = rd.size(table["G_from"], f"{field}.G_from") if "G_from" in table else None
+    method = rd.text(table["method"], f"{field}.method") if "method" in table else None
+    return LogGP(L, o_s, o_r, g, per_byte, start, method)
 
 
 def parse_p2p(data: bytes, where: str = "<p2p>",
@@ -324,7 +359,11 @@ def read_p2p(path: str | Path, required_levels: Iterable[str] = LEVELS) -> P2PMo
 
 
 def _s(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A TOML basic string holding `value` (control characters escaped, so that it reads
+    back as written)."""
+    out = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7f else c
+                         for c in out) + '"'
 
 
 def _t(us: float) -> str:
@@ -387,7 +426,19 @@ def format_p2p(model: P2PModel) -> str:
             if lm.bic is not None:
                 lines.append(f"bic = {lm.bic!r}")
             lines.append("")
+        if lm.loggp is not None:
+            lines += [f"[levels.{name}.loggp]", *_loggp_lines(lm.loggp), ""]
     return "\n".join(lines)
+
+
+def _loggp_lines(p: LogGP) -> list[str]:
+    out = [f"L = {_t(p.L_us)}", f"o_s = {_t(p.o_s_us)}", f"o_r = {_t(p.o_r_us)}",
+           f"g = {_t(p.g_us)}", f"G = {_s(f'{p.G_us_per_byte!r} us/B')}"]
+    if p.G_from_bytes is not None:
+        out.append(f"G_from = {p.G_from_bytes}")
+    if p.method is not None:
+        out.append(f"method = {_s(p.method)}")
+    return out
 
 
 def _reduce_bandwidth(gamma: float) -> float:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from collbench.analyse.compare import METHOD
 from collbench.errors import UserError
-from collbench.report import data, figures, html, output, sections, summary, tables
+from collbench.report import data, figures, html, nonblocking, output, sections, summary, tables
+from collbench.report.apps import only_programs
+from collbench.report.apps import section as apps_section
 from collbench.report.models import section as model_section
 from collbench.store import Store, atomic_write
 
@@ -45,9 +47,14 @@ def build_report(results: Path, out: Path, opts: Options) -> Written:
         output.prepare(out)
         dest = output.Output(out, opts.fmt)
         parts = sections.collectives(d.comp, d.counts, d.tails, dest)
+        overlap = nonblocking.section(Store(results), dest, opts.collective)
+        parts = [*parts, overlap] if overlap is not None else parts
+        apps = apps_section(Store(results), dest, opts.model)  # workload rows, if any
+        parts = [*parts, apps] if apps is not None else parts
         files = dest.table("recommendations", *tables.recommendations(d.comp)) if d.comp else []
         models = (model_section(results, dest, opts.model, opts.against, opts.stat)
-                  if opts.model is not None or opts.against is not None else None)
+                  if (opts.model is not None or opts.against is not None)
+                  and not only_programs(Store(results)) else None)
         written = figures.render_all(dest.jobs)
         index = out / "index.html"
         atomic_write(index, html.page(_page(d, parts, files, models)).encode(), mode=0o644)

@@ -46,6 +46,7 @@ class Block:
     figures: tuple[FigureRef, ...]
     notes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()  # table files, relative to the page
+    tables: tuple[Table, ...] = ()  # other tables (the applications section's)
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ def _collective(c: Collective, i: int) -> str:
             out += ["<p><b>Recommendation per size range</b></p>", table(b.recommendation)]
         if b.ratios is not None:
             out += ["<p><b>Ratio to the baseline per size</b></p>", table(b.ratios)]
+        out += [table(t) for t in b.tables]
         out.append(_files(b.files))
         out += [figure(f) for f in b.figures]
     if c.figures:

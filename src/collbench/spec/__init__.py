@@ -31,10 +31,15 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import ErrorDetails, core_schema
 
-from collbench.catalog.collectives import COLLECTIVES, OSU_LARGE_THRESHOLD, POINT_TO_POINT
+from collbench.catalog.collectives import (
+    COLLECTIVES,
+    NONBLOCKING,
+    OSU_LARGE_THRESHOLD,
+    POINT_TO_POINT,
+)
 from collbench.errors import UserError, did_you_mean
 from collbench.inputs import load_toml, read_text
-from collbench.sizes import expand_sizes, format_size
+from collbench.sizes import expand_sizes, format_size, parse_size
 from collbench.spec.fields import (
     ALL,
     BACKENDS,
@@ -66,10 +71,15 @@ from collbench.spec.fields import (
     backend_name,
     mca_value,
 )
+from collbench.spec.nonblocking import Nonblocking
 from collbench.spec.simgrid import SimgridConfig
 from collbench.spec.slurm import SlurmConfig
+from collbench.spec.workload import Workload, param_text
 
 _TOP_LEVEL: Final = ("zip", "exclude")
+# Measure keys that only mean something for collectives (refused beside a [workload]).
+COLLECTIVE_KEYS: Final = ("collectives", "algorithms", "sizes", "iterations", "warmup",
+                          "validate", "samples", "nonblocking")
 
 
 def _check_keys(cls: type[BaseModel], data: Any) -> None:
@@ -210,8 +220,9 @@ class Measure(_Table):
 
     collectives: Annotated[list[CollectiveName], _listify("a collective", str),
                            AfterValidator(_unique)] = Field(
-        min_length=1, json_schema_extra=_or_single,
-        description="Operations to measure (collectives, and latency/bw point-to-point).")
+        default_factory=list, json_schema_extra=_or_single,
+        description="Operations to measure (collectives, and latency/bw point-to-point); "
+                    "required unless the spec has a [workload].")
     algorithms: Algorithms = Field(
         default_factory=lambda: [AlgorithmChoice(name=ALL)], json_schema_extra=_algorithms_schema,
         description='"all", "default", a list applied to every collective, or a table per '
@@ -240,9 +251,16 @@ class Measure(_Table):
     check_results: bool = Field(False, alias="validate",
                                 description="Check every result (kernel --validate).")
     samples: bool = Field(False, description="Keep per-iteration times (kernel --samples).")
+    nonblocking: Nonblocking | None = Field(
+        None, description="Non-blocking collectives (ibcast, ...): MPI_Test calls, compute, "
+                          "max-hideable-compute sweep (docs/nonblocking.md).")
 
     @model_validator(mode="after")
     def _consistent(self) -> Measure:
+        if self.nonblocking is not None and not set(self.collectives) & set(NONBLOCKING):
+            raise _Problem(f"only blocking collectives are measured "
+                           f"({', '.join(self.collectives)}); nonblocking settings need one "
+                           f"of {', '.join(NONBLOCKING)}", "nonblocking")
         # A key for a collective not measured is allowed (collectives can be toggled
         # without editing the algorithm table), but it must name a collective.
         for coll in self.algorithms if isinstance(self.algorithms, dict) else ():
@@ -337,6 +355,9 @@ class Spec(_Table):
     measure: Measure
     mca: Mca = Field(default_factory=Mca)
     run: Run = Field(default_factory=Run)
+    workload: Workload | None = Field(
+        None, description="An MPI program (or built-in mini-app) measured instead of "
+                          "collectives (docs/workloads.md).")
     zip: list[list[str]] = Field(
         default_factory=list, description="Groups of launch dimensions (nprocs, map_by, "
                                           "bind_to, mca.sweep keys) that vary together.")
@@ -345,6 +366,7 @@ class Spec(_Table):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Spec:
+        self._check_workload()
         self._check_zip()
         for i, entry in enumerate(self.exclude):
             self._check_exclude(i, entry)
@@ -354,7 +376,28 @@ class Spec(_Table):
         """Values of every launch dimension except repetition, in a fixed order."""
         m = self.measure
         return {"nprocs": list(m.nprocs), "map_by": list(m.map_by), "bind_to": list(m.bind_to),
-                **{k: list(v) for k, v in self.mca.sweep.items()}}
+                **{k: list(v) for k, v in self.mca.sweep.items()},
+                **(self.workload.dimensions() if self.workload else {})}
+
+
+    def _check_workload(self) -> None:
+        """A spec measures collectives or one workload, never both (docs/workloads.md)."""
+        if self.workload is None:
+            if not self.measure.collectives:
+                raise _Problem("required key is missing (or give a [workload] table)",
+                               "measure", "collectives")
+            return
+        given = {f.alias or n for n, f in Measure.model_fields.items()
+                 if n in self.measure.model_fields_set}
+        for key in COLLECTIVE_KEYS:
+            if key in given:
+                raise _Problem(f"a spec with [workload] measures the program, not "
+                               f"collectives; remove {key} (measure collectives in a spec of "
+                               "their own)", "measure", key)
+        clash = sorted(set(self.workload.params) & set(self.mca.sweep))
+        if clash:
+            raise _Problem(f"{clash[0]!r} is both a workload param and an mca.sweep key; "
+                           "rename the param", "workload", "params", clash[0])
 
     def _check_zip(self) -> None:
         dims = self.launch_dimensions()
@@ -376,7 +419,10 @@ class Spec(_Table):
                         f"{len(dims[name])}; zipped dimensions need the same number", "zip", i)
 
     def _check_exclude(self, i: int, entry: ExcludeEntry) -> None:
-        m, sweep = self.measure, self.mca.sweep
+        m, sweep = self.measure, dict(self.mca.sweep)
+        if self.workload is not None:  # params are matched as the text the program gets
+            sweep.update({k: [param_text(v) for v in vs]
+                          for k, vs in self.workload.params.items() if k != "size"})
         valid_keys = [*EXCLUDE_KEYS, *sweep]
         for key, value in (entry.model_extra or {}).items():
             if key not in sweep:
@@ -388,6 +434,10 @@ class Spec(_Table):
                 except _Problem as e:
                     raise _Problem(str(e), "exclude", i, key) from None
         sizes = [*m.sizes, *([0] if "barrier" in m.collectives else [])]
+        if self.workload is not None:  # a program's size is its param "size"
+            sizes = [parse_size(t) for t in (param_text(v) for v in
+                                             self.workload.params.get("size", []))
+                     if re.fullmatch(r"\d+\s*[A-Za-z]*", t)]
         allowed: dict[str, list[Any]] = {
             "collective": list(m.collectives), "nprocs": list(m.nprocs),
             "map_by": list(m.map_by), "bind_to": list(m.bind_to), "size": sizes,

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from collbench.catalog import ompi_decisions
+from collbench.errors import UserError
 from collbench.spec.fields import _Problem, reject_unknown_keys
 
 # --cfg keys collbench sets for every launch: placement, algorithm forcing, determinism.
@@ -49,6 +51,16 @@ def _auto(value: Any) -> Any:
     raise _problem(f"expected \"auto\", true or false, got {value!r}")
 
 
+def _ompi_version(value: str | None) -> str | None:
+    """'5.0', '4.1' (or a release of those series, e.g. '5.0.11') -> the series."""
+    if value is None:
+        return None
+    try:
+        return ompi_decisions.series(value)
+    except UserError as e:
+        raise _problem(str(e)) from None
+
+
 class SimgridConfig(BaseModel):
     """Settings for backend = "simgrid" (SimGrid SMPI)."""
 
@@ -60,6 +72,10 @@ class SimgridConfig(BaseModel):
     cfg: list[Annotated[str, AfterValidator(_cfg)]] = Field(
         default_factory=list, description="More SimGrid options, 'key:value' each, passed as "
                                           "--cfg=key:value after collbench's own.")
+    ompi_version: Annotated[str | None, AfterValidator(_ompi_version)] = Field(
+        None, description="The Open MPI series whose collectives are simulated (collbench's "
+                          "ports of its coll/tuned algorithms; \"default\" = its fixed "
+                          "decision rules): \"5.0\" (the default) or \"4.1\".")
     shared_malloc: Annotated[Literal["auto"] | bool, BeforeValidator(_auto)] = Field(
         "auto", description="Let simulated ranks share buffers of 64 KiB and more (memory at "
                             "scale); auto: on unless measure.validate (shared buffers "

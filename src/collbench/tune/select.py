@@ -30,6 +30,7 @@ from typing import Final
 
 from collbench.analyse.compare import Best, Comparison, PointStat, RatioStat, block_title, compare
 from collbench.catalog.algorithms import DEFAULT
+from collbench.catalog.collectives import COLLECTIVES
 from collbench.errors import UserError
 from collbench.store import Store
 
@@ -124,6 +125,12 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
         raise ValueError(f"select needs a comparison against {DEFAULT!r}, "
                          f"not {comparison.baseline!r}")
     notes: list[str] = []
+    nonblocking = sorted({b.key[0] for b in comparison.best
+                          if b.key[0] in COLLECTIVES and COLLECTIVES[b.key[0]].nonblocking})
+    if nonblocking:
+        notes.append(f"{', '.join(nonblocking)}: non-blocking; Open MPI's libnbc reads no rules "
+                     "file, so they are left out (force their algorithms with "
+                     "coll_libnbc_<coll>_algorithm; docs/nonblocking.md)")
     ratios = {id(r.point): r for r in comparison.ratios}
     by_context = _contexts(comparison.best, options)
     tables: dict[tuple[str, int], tuple[Choice, ...]] = {}
@@ -176,6 +183,8 @@ def _contexts(best: Sequence[Best], options: Options) -> dict[tuple[str, int], l
         coll, nprocs, _, _, mapping, binding, _ = b.key[:7]
         if options.collectives and coll not in options.collectives:
             continue
+        if coll in COLLECTIVES and COLLECTIVES[coll].nonblocking:
+            continue  # libnbc reads no rules file: nothing to tune (select_from says so)
         if options.map_by and mapping != options.map_by:
             continue
         if options.bind_to and binding != options.bind_to:

@@ -68,16 +68,7 @@ int cbp_segcount(int segsize, int type_size, int count);
  * the others `late` = early - 1 (or all equal when split == 0). */
 void cbp_blockcount(int count, int nblocks, int *split, int *early, int *late);
 
-/* coll/basic's linear gatherv and scatterv (mca_coll_basic_gatherv_intra,
- * mca_coll_basic_scatterv_intra): what Open MPI 5.0's composite algorithms get when they
- * call the communicator's MPI_Gatherv / MPI_Scatterv (coll/tuned has neither). Zero-size
- * blocks are not sent. (cbp_gather_scatter.c) */
-int cbp_gatherv_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                       const int *rcounts, const int *displs, MPI_Datatype rdt, int root,
-                       MPI_Comm comm);
-int cbp_scatterv_linear(const void *sbuf, const int *scounts, const int *displs,
-                        MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt, int root,
-                        MPI_Comm comm);
+/* cbp_gatherv_linear and cbp_scatterv_linear (coll/basic) are declared in ompi_ports.h. */
 
 /* The communicator's own MPI_Bcast / MPI_Reduce / MPI_Gather / MPI_Scatter as coll/tuned
  * runs it without a forced algorithm: its fixed decision (cbp_decide.c). */

@@ -128,6 +128,18 @@ int cbp_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, MPI_Dat
 int cbp_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
                              MPI_Op op, MPI_Comm comm, int alg, int segsize, int fanout);
 
+/* coll/basic's linear gatherv and scatterv (mca_coll_basic_gatherv_intra,
+ * mca_coll_basic_scatterv_intra): what Open MPI 5.0 runs for MPI_Gatherv / MPI_Scatterv on
+ * a communicator coll/tuned serves (coll/tuned has neither), and what its composite
+ * algorithms get when they call them. Zero-size blocks are not sent. (cbp_gather_scatter.c;
+ * public so that the SimGrid kernel can run them as gatherv's and scatterv's default.) */
+int cbp_gatherv_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                       const int *rcounts, const int *displs, MPI_Datatype rdt, int root,
+                       MPI_Comm comm);
+int cbp_scatterv_linear(const void *sbuf, const int *scounts, const int *displs,
+                        MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt, int root,
+                        MPI_Comm comm);
+
 /* coll/tuned's fixed decision (Open MPI 4.1.0-5.0.x) for "bcast", "reduce", "gather" or
  * "scatter" on nprocs processes; bytes is the decision input (bcast, reduce: the whole
  * buffer; gather, scatter: one rank's block); commutative matters for reduce only.

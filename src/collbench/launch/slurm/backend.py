@@ -20,7 +20,7 @@ from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import launcher_env
 from collbench.errors import UserError
 from collbench.launch import allocation
-from collbench.launch.base import BackendSetup, KernelCall, Planning
+from collbench.launch.base import BackendSetup, Call, Planning, call_for
 from collbench.launch.batch import BatchBackend, Done, Lost, Report
 from collbench.launch.slurm import markers
 from collbench.launch.slurm.commands import (
@@ -51,13 +51,13 @@ if TYPE_CHECKING:
 MARKER_GRACE_S: Final = 10.0
 
 
-def prepare_work(store: Store, launch: Launch) -> Path:
-    """A clean work directory holding the launch's job file."""
+def prepare_work(store: Store, launch: Launch, binary: Path = Path()) -> Path:
+    """A clean work directory holding what the launch reads (the kernel's job file)."""
     work = store.work_dir(launch.launch_id).resolve()
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    (work / "jobs.txt").write_text("\n".join(launch.job_lines()) + "\n")
+    call_for(launch, binary, work).prepare(launch)
     return work
 
 
@@ -112,7 +112,7 @@ class SlurmBackend(BatchBackend):
     def launcher(self) -> str:
         return f"srun --mpi={self.plugin}" if self.cfg.launcher == "srun" else "mpirun"
 
-    def command(self, launch: Launch, call: KernelCall) -> list[str]:
+    def command(self, launch: Launch, call: Call) -> list[str]:
         return launch_command(self.cfg, self.mpi, launch, call, self.shape, self.plugin)[0]
 
     def job_launches(self, launches: list[Launch], kernel: Path,
@@ -120,7 +120,7 @@ class SlurmBackend(BatchBackend):
         out = []
         for la in launches:
             work = self.setup.store.work_dir(la.launch_id).resolve()
-            call = KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug)
+            call = call_for(la, kernel, work, debug)
             argv, env = launch_command(self.cfg, self.mpi, la, call, self.shape, self.plugin)
             out.append(JobLaunch(la.launch_id, work, la.timeout_s, argv, env))
         return out
@@ -179,7 +179,7 @@ class SlurmBackend(BatchBackend):
             lid = la.launch_id
             work = store.work_dir(lid).resolve()
             self.commands[lid] = self.command(
-                la, KernelCall(kernel, work / "jobs.txt", work / "kernel.jsonl", debug))
+                la, call_for(la, kernel, work, debug))
             fin = markers.finished(work, self.commands[lid], la.timeout_s)
             if fin is not None:  # ran while nobody watched (the laptop slept)
                 reports.append(self._done(la, fin))
@@ -190,7 +190,7 @@ class SlurmBackend(BatchBackend):
                 continue
             submit.append(la)
         for la in submit:
-            prepare_work(store, la)
+            prepare_work(store, la, kernel)
         for group in self.pack(self.job_launches(submit, kernel, debug)):
             self._submit(group, {la.launch_id: la for la in submit})
         return reports

@@ -16,7 +16,7 @@ from typing import Final
 
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
-from collbench.launch.base import KernelCall
+from collbench.launch.base import Call
 from collbench.launch.local import mpirun_command
 from collbench.plan import Launch
 from collbench.spec.slurm import SlurmConfig
@@ -87,10 +87,10 @@ def _probed(work: Path, kernel_argv: list[str]) -> list[str]:
     return ["sh", "-c", PROBE, str(work), *kernel_argv]
 
 
-def launch_command(cfg: SlurmConfig, mpi: MpiInstall, launch: Launch, call: KernelCall,
+def launch_command(cfg: SlurmConfig, mpi: MpiInstall, launch: Launch, call: Call,
                    shape: Shape, mpi_plugin: str) -> tuple[list[str], dict[str, str]]:
     """(argv, extra environment) that run this launch inside the allocation."""
-    work = call.jobfile.parent
+    work = call.work
     kernel = call.argv(launch)
     env = dict(launch.env)
     if cfg.launcher == "mpirun":

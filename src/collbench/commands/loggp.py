@@ -1,0 +1,284 @@
+"""`collbench model loggp`: LogGP/PLogP parameters per placement level, measured here.
+
+    collbench model loggp --map-by core,socket -o machine.p2p.toml
+    collbench model loggp --map-by node --nodes 2 -o m.p2p.toml --update machine.p2p.toml
+
+Runs the PLogP benchmark (`kernel/plogp.c`, Kielmann, Bal and Verstoep's method) at 2 ranks
+for each placement, through mpirun with the local backend's flags (`launch.local.
+mpirun_command`, in its own session beside the watchdog, as every launch), fits L, o_s,
+o_r, g and G per level (`models/loggp.py`) and writes them as `[levels.<level>.loggp]`
+tables of a `.p2p.toml` file: a new file whose Hockney parameters are fitted to the same
+benchmark's round trips, or, with `--update`, an existing file whose levels are kept.
+A subcommand of `model` (registered by commands/model.py). Method: docs/models.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+from collbench.commands import options
+from collbench.errors import UserError, choice_error
+
+MAPPINGS: Final = ("core", "socket", "node")
+MAX_SIZE: Final = 1 << 26
+LOGGP_COLUMNS: Final = ("level", "transport", "L_us", "o_s_us", "o_r_us", "g_us",
+                        "G_ns_per_byte", "G_GBs", "G_from_bytes", "method")
+POINT_COLUMNS: Final = ("level", "size_bytes", "half_rtt_us", "o_s_us", "o_r_us", "g_us",
+                        "g_burst")
+
+
+def add_parser(msub: options.Subparsers) -> None:
+    s = msub.add_parser("loggp", help="measure LogGP/PLogP parameters (L, o_s, o_r, g, G) per "
+                                      "placement level into a .p2p.toml",
+                        description="Run the PLogP benchmark (Kielmann, Bal and Verstoep's "
+                                    "method, kernel/plogp.c) between 2 ranks per placement, "
+                                    "fit L, o_s, o_r, g and G (the slope of g(m) for large "
+                                    "m) per level and write them as [levels.<level>.loggp] "
+                                    "tables (docs/models.md).")
+    options.add_mpi(s)
+    s.add_argument("--map-by", required=True,
+                   help="core, socket, node or a comma list: one level each")
+    s.add_argument("--nodes", type=options.count(1, 1_000_000), default=1,
+                   help="nodes the 2 ranks may use (--map-by node needs 2; default: 1)")
+    s.add_argument("-o", "--output", type=Path, required=True, help="the .p2p.toml to write")
+    s.add_argument("--update", type=Path, metavar="EXISTING",
+                   help="a .p2p.toml whose levels are kept; the measured levels' loggp tables "
+                        "are added or replaced (a level it lacks gets the benchmark's own "
+                        "Hockney fit)")
+    s.add_argument("--sizes", default="0:1M",
+                   help="MIN:MAX message sizes, OSU's range (default: %(default)s; at most 64M)")
+    s.add_argument("--reps", type=options.count(3, 10_000), default=20,
+                   help="timed repetitions per size for RTT, o_s and o_r (default: "
+                        "%(default)s)")
+    s.add_argument("--burst", type=options.count(8, 65_536), default=1024,
+                   help="the longest burst of messages that measures g(m), at most 8 MiB "
+                        "in all (default: %(default)s)")
+    s.add_argument("--mca", action="append", default=[], metavar="KEY=VALUE",
+                   help="an MCA setting for mpirun (repeatable), e.g. btl=self,tcp; the "
+                        "level is labelled with them")
+    s.add_argument("--timeout", type=options.seconds, default=300.0,
+                   help="seconds per placement before the run is stopped (default: "
+                        "%(default)s)")
+    options.add_format(s, ("table", "json"))
+    s.set_defaults(func=cmd_loggp)
+
+
+@dataclass(frozen=True)
+class _PlogpCall:
+    """The launch's program: the PLogP benchmark with its key=value arguments."""
+
+    binary: Path
+    arguments: tuple[str, ...]
+    work: Path
+
+    @property
+    def outfile(self) -> Path:
+        return self.work / "stdout.txt"
+
+    def argv(self, launch: Any) -> list[str]:
+        return [str(self.binary), *self.arguments]
+
+    def prepare(self, launch: Any) -> None:
+        return None
+
+
+def _mappings(text: str) -> list[str]:
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if not words:
+        raise UserError("model loggp: --map-by: empty; valid: core, socket, node or a comma "
+                        "list")
+    for w in words:
+        if w not in MAPPINGS:
+            raise choice_error("model loggp", "--map-by", w, MAPPINGS)
+    if len(set(words)) != len(words):
+        raise UserError(f"model loggp: --map-by: {text!r} names a placement twice; valid: "
+                        "each of core, socket, node at most once")
+    return words
+
+
+def _size_range(text: str) -> tuple[int, int]:
+    from collbench.sizes import parse_size
+
+    low_text, sep, high_text = text.partition(":")
+    try:
+        low, high = parse_size(low_text), parse_size(high_text)
+    except ValueError as e:
+        raise UserError(f"model loggp: --sizes: {e}") from None
+    if not sep or low > high or high > MAX_SIZE:
+        raise UserError(f"model loggp: --sizes: {text!r} is not valid; valid: MIN:MAX with "
+                        "MIN <= MAX <= 64M, e.g. 0:1M")
+    count, size = (1 if low == 0 else 0), max(low, 1)
+    while size <= high:
+        count, size = count + 1, size * 2
+    if count < 3:
+        raise UserError(f"model loggp: --sizes: {text!r} gives {count} size(s); valid: a range "
+                        "of at least 3 sizes (e.g. 0:1M), G and the Hockney fit need them")
+    return low, high
+
+
+def _mca(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key or not value or not pair.isprintable() or len(pair) > 500 \
+                or key in out:
+            raise UserError(f"model loggp: --mca: {pair!r} is not valid; valid: KEY=VALUE "
+                            "(printable, each key once), e.g. btl=self,tcp")
+        out[key] = value
+    return tuple(sorted(out.items()))
+
+
+def cmd_loggp(args: argparse.Namespace) -> int:
+    from collbench.analyse.modeldata import pingpong_level
+    from collbench.kernel.plogp import PlogpOptions, build_plogp
+    from collbench.models.loggp import METHOD, fit_level_loggp
+    from collbench.models.p2p import P2PModel
+    from collbench.models.p2pfile import read_p2p, write_p2p
+
+    # everything the user typed is checked before anything is built or run
+    mappings = _mappings(args.map_by)
+    low, high = _size_range(args.sizes)
+    mca = _mca(args.mca)
+    transport = " ".join(f"{k}={v}" for k, v in mca) or "default"
+    levels: dict[str, str] = {}
+    for mapping in mappings:
+        level = pingpong_level(mapping, args.nodes, 1 if mapping == "node" else 2,
+                               "model loggp")
+        if level is None:
+            raise UserError("model loggp: --map-by node on one node is not a level; valid: "
+                            "--nodes 2 (or more) with --map-by node")
+        levels[mapping] = level
+    base = read_p2p(args.update, required_levels=()) if args.update is not None else None
+    if base is not None:
+        for level in levels.values():
+            have = base.levels.get(level)
+            if have is not None and have.transport != transport:
+                raise UserError(f"{args.update}: levels.{level}.transport: {have.transport!r} "
+                                f"is not the setting measured ({transport!r}); valid: the "
+                                "same --mca settings, or no --update (settings are never "
+                                "mixed)")
+    mpi = options.mpi(args)
+    binary = build_plogp(mpi.mpicc)
+    if binary.fresh:
+        print(f"built the PLogP benchmark: {binary.path}", file=sys.stderr)
+    opts = PlogpOptions(low, high, args.reps, 5, 4, args.burst, 0.05)
+    fitted: dict[str, Any] = {}
+    measured: dict[str, Any] = {}
+    notes: list[str] = []
+    for mapping, level in levels.items():
+        points = _run(mpi, binary.path, opts, mapping, mca, args.timeout)
+        fit = fit_level_loggp(points, level, transport, where=f"plogp --map-by {mapping}")
+        fitted[level], measured[level] = fit.model, points
+        notes += fit.notes
+    if _one_socket() and "socket" in levels.values() and args.nodes == 1:
+        notes.append("this machine has one socket: --map-by socket put both ranks on it, so "
+                     "the 'socket' level measured here is the core level")
+    mpi_name = f"{mpi.implementation} {mpi.version}"
+    what = f"{METHOD}; {mpi_name}; map-by {','.join(mappings)}; nodes {args.nodes}"
+    if base is None:
+        model = P2PModel(fitted, 0.0, {"origin": "fit", "method": f"Hockney fit of RTT(m)/2 "
+                                       f"and {what}", "transport": transport})
+    else:
+        merged = dict(base.levels)
+        for level, lm in fitted.items():
+            merged[level] = replace(merged[level], loggp=lm.loggp) if level in merged else lm
+        model = P2PModel(merged, base.gamma_us_per_byte, {**base.source, "loggp": what})
+    try:
+        write_p2p(model, args.output)
+    except OSError as e:
+        raise UserError(f"{args.output}: cannot write: {e.strerror or e}") from None
+    rows = loggp_rows(model, set(fitted))
+    points_rows = [_point_row(level, p) for level, pts in measured.items() for p in pts]
+    if args.format == "json":
+        print(json.dumps({"file": str(args.output), "loggp": rows, "points": points_rows,
+                          "notes": notes}, indent=1))
+        return 0
+    from collbench.tables import render
+
+    print(f"# PLogP measurements (µs; medians of {args.reps}): one-way = RTT(m)/2")
+    print(render([shown(r) for r in points_rows], POINT_COLUMNS, "table"))
+    print(f"\n# LogGP/PLogP parameters per level ({METHOD})")
+    print(render([shown(r) for r in rows], LOGGP_COLUMNS, "table"))
+    print(f"wrote {args.output}" + (f" (levels of {args.update} kept)" if base else ""))
+    for n in notes:
+        print(f"note: {n}")
+    return 0
+
+
+def _run(mpi: Any, binary: Path, opts: Any, mapping: str, mca: tuple[tuple[str, str], ...],
+         timeout_s: float) -> list[Any]:
+    """The benchmark's points at 2 ranks under `--map-by mapping` (UserError if it fails)."""
+    from collbench.catalog.mpi import launcher_env
+    from collbench.inputs import read_bytes
+    from collbench.kernel.plogp import MAX_OUTPUT, PROGRAM_NAME, parse_output
+    from collbench.launch.local import mpirun_command
+    from collbench.launch.process import run_group
+    from collbench.plan import Launch
+
+    launch = Launch(launch_id=f"loggp-{mapping}", repetition=0, nprocs=2, mapping=mapping,
+                    binding="core",
+                    oversubscribe=mapping != "node" and (os.cpu_count() or 1) < 2,
+                    mca=mca, env=(), swept=(), selection="none", points=(),
+                    timeout_s=timeout_s, validate=False, samples=False)
+    with tempfile.TemporaryDirectory(prefix="collbench-loggp-") as tmp:
+        call = _PlogpCall(binary, tuple(opts.argv()), Path(tmp))
+        argv = mpirun_command(mpi, launch, call)
+        done = run_group(argv, launcher_env(mpi), timeout_s, call.work)
+        where = f"plogp --map-by {mapping}"
+        if done.interrupted:
+            raise UserError(f"{where}: interrupted")
+        if done.timed_out:
+            raise UserError(f"{where}: still running after {timeout_s:g} s and stopped; valid: "
+                            "a larger --timeout, or fewer --sizes / --reps")
+        if done.returncode != 0:
+            lines = [ln.strip() for ln in done.stderr_tail.splitlines()
+                     if ln.strip() and not set(ln.strip()) <= {"-"}]
+            own = [ln for ln in lines if ln.startswith(f"{PROGRAM_NAME}:")]
+            tail = " | ".join(own or lines)
+            raise UserError(f"{where}: mpirun exited with status {done.returncode}: "
+                            f"{tail[-400:] or '(no message)'}")
+        text = read_bytes(call.outfile, "benchmark output", MAX_OUTPUT).decode("utf-8",
+                                                                               "replace")
+        return parse_output(text, where)
+
+
+def _one_socket() -> bool:
+    packages = {p.read_text().strip() for p in
+                Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology/physical_package_id")
+                if p.is_file()}
+    return len(packages) == 1
+
+
+def _point_row(level: str, p: Any) -> dict[str, Any]:
+    return {"level": level, "size_bytes": p.size_bytes, "half_rtt_us": p.rtt_us / 2,
+            "o_s_us": p.os_us, "o_r_us": p.or_us, "g_us": p.g_us,
+            "g_burst": p.g_n if p.g_converged else f"{p.g_n} (not settled)"}
+
+
+def loggp_rows(model: Any, only: set[str] | None = None) -> list[dict[str, Any]]:
+    """One row per level of `model` that has LogGP parameters (µs; G also as GB/s)."""
+    out = []
+    for name in MAPPINGS:  # the level names are the mapping names
+        lm = model.levels.get(name)
+        if lm is None or lm.loggp is None or (only is not None and name not in only):
+            continue
+        p = lm.loggp
+        out.append({"level": name, "transport": lm.transport, "L_us": p.L_us,
+                    "o_s_us": p.o_s_us, "o_r_us": p.o_r_us, "g_us": p.g_us,
+                    "G_ns_per_byte": p.G_us_per_byte * 1e3,
+                    "G_GBs": 1e-3 / p.G_us_per_byte if p.G_us_per_byte > 0 else None,
+                    "G_from_bytes": p.G_from_bytes, "method": p.method})
+    return out
+
+
+def shown(row: dict[str, Any]) -> dict[str, Any]:
+    """Floats with 4 significant digits (G is a small number of ns)."""
+    return {k: f"{v:.4g}" if isinstance(v, float) else v for k, v in row.items()}

@@ -1,0 +1,226 @@
+"""A workload's program: found or built (once per MPI, cached), and its output read back.
+
+Build (spec `workload.program.build`, or a built-in app's C file): run with the MPI's own
+compiler — an argument `mpicc` (or `{mpicc}`) becomes the backend's compiler (Open MPI's or
+MPICH's mpicc, SimGrid's smpicc) — in a private empty folder of the build cache; arguments
+naming files beside the spec are passed as absolute paths; the file the run command starts
+(`run[0]`) is taken from that folder. The cache key hashes the compiler's identity, the
+build command and the contents of every file it names (and the headers beside them), so a
+changed source, another MPI or other flags build again and the same inputs never do.
+
+Output: the program's stdout (stdout.txt in the launch's work folder, whichever backend ran
+it), read as a JSON object line (the last one) or as named regexes (the last match of each).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path, PurePosixPath
+from typing import Any, Final
+
+from collbench.buildcache import BuildError, cache_key, cached_build
+from collbench.errors import UserError
+from collbench.kernel.build import KernelBinary, mpi_fingerprint
+from collbench.spec.workload import APPS, Workload
+
+COMPILER_WORDS: Final = ("mpicc", "{mpicc}")
+# Metrics tried for avg_us when the spec names none (µs; *_s in seconds, *_ms in ms).
+PRIMARY_CANDIDATES: Final = ("avg_us", "time_us", "total_us", "elapsed_us", "time_s",
+                             "elapsed_s")
+MAX_STDOUT: Final = 1 << 20  # bytes of a program's stdout read back (its end)
+
+
+class ProgramBuildError(BuildError):
+    """A workload program did not build; the message holds the command and its output."""
+
+
+def _spec_dir(origin: str) -> Path:
+    return Path(origin).parent.resolve()
+
+
+def app_source(app: str) -> Path:
+    return Path(str(resources.files("collbench.apps").joinpath(APPS[app].source)))
+
+
+def find_executable(workload: Workload, origin: str) -> Path:
+    """A program without a build: its run[0], beside the spec, as a path, or on PATH;
+    UserError (one line) when it is missing or not executable."""
+    assert workload.program is not None
+    exe = workload.program.run[0]
+    where = f"{origin}: workload.program.run[0]"
+    path = Path(exe) if Path(exe).is_absolute() else _spec_dir(origin) / exe
+    if "/" not in exe and not path.exists():
+        found = shutil.which(exe)
+        if found is None:
+            raise UserError(f"{where}: {exe!r} is neither beside the spec nor on PATH; give a "
+                            "path to the program (or a build command)")
+        path = Path(found)
+    if not path.is_file():
+        raise UserError(f"{where}: {path} does not exist (or is not a file); build it first "
+                        "or add workload.program.build")
+    if not os.access(path, os.X_OK):
+        raise UserError(f"{where}: {path} is not executable (chmod +x it, or add "
+                        "workload.program.build)")
+    return path.resolve()
+
+
+def _product(workload: Workload, origin: str) -> str:
+    assert workload.program is not None
+    exe = PurePosixPath(workload.program.run[0])
+    if exe.is_absolute() or ".." in exe.parts:
+        raise UserError(f"{origin}: workload.program.run[0]: {str(exe)!r} must be the file the "
+                        "build makes, relative to its folder (e.g. \"./ring\")")
+    return str(exe)
+
+
+def _named_files(build: list[str], spec_dir: Path, product: str) -> list[tuple[int, Path]]:
+    """(index, path) of the build arguments naming existing files (not its output)."""
+    out = []
+    for i, arg in enumerate(build):
+        if i == 0 or arg.startswith("-") or (i > 0 and build[i - 1] == "-o"):
+            continue
+        if PurePosixPath(arg) == PurePosixPath(product):
+            continue
+        path = Path(arg) if Path(arg).is_absolute() else spec_dir / arg
+        if path.is_file():
+            out.append((i, path.resolve()))
+    return out
+
+
+def build_command(compiler: Path, workload: Workload, origin: str) -> tuple[list[str],
+                                                                             list[Path]]:
+    """The build command as it runs (compiler substituted, named files absolute) and the
+    files it names."""
+    assert workload.program is not None and workload.program.build is not None
+    build = list(workload.program.build)
+    argv = [str(compiler) if a in COMPILER_WORDS else a for a in build]
+    files = _named_files(build, _spec_dir(origin), _product(workload, origin))
+    for i, path in files:
+        argv[i] = str(path)
+    return argv, [p for _, p in files]
+
+
+def _compiler_identity(compiler: Path) -> str:
+    try:
+        return mpi_fingerprint(compiler)
+    except BuildError as e:
+        raise ProgramBuildError(str(e)) from None
+
+
+def build_program(compiler: Path, workload: Workload, origin: str,
+                  cache_dir: Path | None = None) -> KernelBinary:
+    """The program every launch of this workload runs: built once per compiler and cached,
+    or (no build command) the executable the spec names."""
+    if workload.app is not None:
+        src = app_source(workload.app)
+        headers = sorted(src.parent.glob("*.h"))  # app_args.h, shared by the apps
+        key = cache_key("app", workload.app, _compiler_identity(compiler), src.read_bytes(),
+                        *(h.read_bytes() for h in headers))
+        built = cached_build("programs", workload.app, key,
+                             lambda out: [str(compiler), "-O2", "-o", str(out), str(src),
+                                          "-lm"],
+                             f"the {workload.app} mini-app", cache_dir,
+                             error=ProgramBuildError)
+        return KernelBinary(built.path, key, built.command, built.fresh)
+    assert workload.program is not None
+    if workload.program.build is None:
+        path = find_executable(workload, origin)
+        return KernelBinary(path, cache_key(path.read_bytes()), [], False)
+    product = _product(workload, origin)
+    argv, files = build_command(compiler, workload, origin)
+    headers = sorted({h for f in files for h in f.parent.glob("*.h")} - set(files))
+    key = cache_key("program", _compiler_identity(compiler), *workload.program.build,
+                    product, *(part for f in [*files, *headers]
+                               for part in (str(f), f.read_bytes())))
+    name = PurePosixPath(product).name
+    built = cached_build("programs", name, key, lambda out: argv,
+                         f"workload.program.build ({workload.label()})", cache_dir,
+                         error=ProgramBuildError, product=product)
+    return KernelBinary(built.path, key, built.command, built.fresh)
+
+
+def program_record(binary: KernelBinary, workload: Workload) -> dict[str, Any]:
+    """The program's provenance: what ran, how it was built, from what."""
+    return {"name": workload.label(), "app": workload.app, "path": str(binary.path),
+            "fingerprint": binary.fingerprint, "build_command": binary.compile_command}
+
+
+# --- output -------------------------------------------------------------------------------
+
+def read_stdout(path: Path) -> str:
+    """The end of a program's stdout (empty when it left none)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - MAX_STDOUT))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _finite(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def parse_metrics(text: str, patterns: Mapping[str, str]) -> tuple[dict[str, Any] | None, str]:
+    """(metrics, "") from a program's stdout, or (None, why not)."""
+    import re
+
+    if not patterns:
+        for line in reversed(text.splitlines()):
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                obj = json.loads(line, parse_constant=lambda c: None)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                return obj, ""
+        return None, "no JSON object line on stdout"
+    out: dict[str, Any] = {}
+    missing = []
+    for name, regex in patterns.items():
+        found = list(re.finditer(regex, text, re.MULTILINE))
+        if not found:
+            missing.append(f"{name} ({regex!r})")
+            continue
+        m = found[-1]
+        raw = m.group(1) if m.re.groups else m.group(0)
+        try:
+            out[name] = float(raw)
+        except (TypeError, ValueError):
+            return None, f"metric {name}: {str(raw)[:60]!r} is not a number"
+    if missing:
+        return None, f"metrics never matched on stdout: {', '.join(missing)}"
+    return out, ""
+
+
+def primary_name(metrics: Mapping[str, Any], primary: str | None) -> str | None:
+    """The metric stored as avg_us: the one asked for, else the first usual one present."""
+    return primary or next((c for c in PRIMARY_CANDIDATES if c in metrics), None)
+
+
+def primary_us(metrics: Mapping[str, Any], primary: str | None) -> tuple[float | None, str]:
+    """(the primary figure in µs, "") or (None, why) — None and "" when the program reports
+    no time and none was asked for."""
+    name = primary_name(metrics, primary)
+    if name is None:
+        return None, ""
+    value = metrics.get(name)
+    if value is None or not _finite(value):
+        return None, f"primary metric {name!r} is {'missing' if value is None else repr(value)}"
+    scale = 1e6 if name.endswith("_s") and not name.endswith("_us") else \
+        1e3 if name.endswith("_ms") else 1.0
+    return float(value) * scale, ""
+
+
+def number(metrics: Mapping[str, Any], name: str) -> float | None:
+    value = metrics.get(name)
+    return float(value) if value is not None and _finite(value) else None

@@ -1,0 +1,170 @@
+"""SimGrid runs collbench's ports of Open MPI's algorithms, for real (smpirun).
+
+What runs under `--backend simgrid` with Open MPI's names: every coll/tuned algorithm is
+collbench's port (kernel/ports/, linked into the SMPI kernel), forced with Open MPI's
+semantics (unsegmented unless `segsize`); "default" runs the fixed decision rules of
+`run.simgrid.ompi_version` and the row records what it resolved to; `smpi:<name>` runs
+SMPI's own algorithm, labelled as such.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collbench.catalog import ompi_decisions
+from collbench.cli import main
+from tests.launch.test_simgrid import rows, spec
+from tests.simgrid_support import needs_smpi, small_platform
+
+pytestmark = needs_smpi
+
+ALL_PORTED = ('["barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "reduce", '
+              '"allreduce", "allgather", "allgatherv", "alltoall", "alltoallv", '
+              '"reduce_scatter", "reduce_scatter_block"]')
+
+
+def metrics(row: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(row["metrics"])) if row["metrics"] else {}
+
+
+def run(tmp_path: Path, path: Path, out: Path, code: int = 0) -> list[dict[str, Any]]:
+    assert main(["run", str(path), "--platform", str(small_platform(tmp_path)), "-o",
+                 str(out)]) == code
+    return rows(out)
+
+
+@pytest.mark.slow
+def test_every_port_runs_and_computes_right(tmp_path: Path, sim_env: Path) -> None:
+    """Every ported algorithm of every collective (and default), at 3 and 4 ranks, on both
+    sides of the small-count fallbacks, with every received byte checked."""
+    path = spec(tmp_path, collectives=ALL_PORTED, algorithms='"all"', sizes="[3, 7, 4096]",
+                nprocs="[3, 4]", extra="validate = true")
+    got = run(tmp_path, path, tmp_path / "res")
+    bad = [(r["nprocs"], r["collective"], r["algorithm"], r["size_bytes"], r["error"])
+           for r in got if r["status"] != "ok" or not r["validated"]]
+    assert not bad
+    assert all(metrics(r)["implementation"] == "port" for r in got)
+    ported = {(r["collective"], r["algorithm"]) for r in got}
+    for coll in ("bcast", "gather", "reduce", "allreduce"):  # every algorithm ran
+        assert {a for c, a in ported if c == coll} == {
+            "default", *ompi_decisions.ALGORITHMS[coll]}, coll
+    assert ("allgather", "sparbit") in ported and ("bcast", "chain") in ported
+
+
+def test_default_resolves_to_the_fixed_decision_rules(tmp_path: Path, sim_env: Path) -> None:
+    """The row says what "default" ran; it is Open MPI 5.0's fixed decision at each
+    (collective, nprocs, size) — sizes on both sides of several switch points."""
+    path = spec(tmp_path, collectives='["bcast", "reduce", "gather", "scatter", "allreduce", '
+                '"allgather", "alltoall", "reduce_scatter_block", "barrier", "gatherv"]',
+                algorithms='["default"]', sizes="[1, 64, 2048, 8192, 65536, 262144]",
+                nprocs="[2, 4, 7]")
+    out = tmp_path / "res"
+    got = run(tmp_path, path, out)
+    assert got and all(r["status"] == "ok" for r in got)
+    seen: dict[str, set[str]] = {}
+    for r in got:
+        m = metrics(r)
+        assert m["implementation"] == "port", r
+        if r["collective"] == "gatherv":  # coll/tuned has none: coll/basic's linear
+            assert (m["resolved_algorithm"], m["resolved_algorithm_id"]) == ("basic_linear",
+                                                                             None)
+            continue
+        want = ompi_decisions.decide_osu("5.0", r["collective"], r["nprocs"], r["size_bytes"])
+        assert m["resolved_algorithm_id"] == want.algorithm_id, r
+        assert m["resolved_algorithm"] == ompi_decisions.algorithm_name(
+            "5.0", r["collective"], want.algorithm_id)
+        assert r["algorithm"] == "default" and r["algorithm_id"] == 0
+        seen.setdefault(r["collective"], set()).add(m["resolved_algorithm"])
+    assert all(len(seen[c]) >= 2 for c in ("bcast", "reduce", "allreduce", "alltoall")), seen
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["simgrid"]["ompi_version"] == "5.0"
+    assert "Open MPI 5.0's fixed decision rules" in prov["mpi"]["default"]
+
+
+def test_smpi_algorithms_still_run_and_are_labelled(tmp_path: Path, sim_env: Path) -> None:
+    path = spec(tmp_path, collectives='["bcast"]',
+                algorithms='["smpi:ompi_pipeline", "smpi:ompi", "SMPI:binomial_tree", '
+                           '"pipeline"]',
+                sizes="[1, 1048576]", nprocs="[4]", extra="validate = true")
+    out = tmp_path / "res"
+    got = run(tmp_path, path, out)
+    assert all(r["status"] == "ok" and r["validated"] for r in got)
+    impl = {r["algorithm"]: metrics(r)["implementation"] for r in got}
+    assert impl == {"smpi:ompi_pipeline": "smpi", "smpi:ompi": "smpi",
+                    "smpi:binomial_tree": "smpi", "pipeline": "port"}
+    assert {r["algorithm_id"] for r in got if r["algorithm"].startswith("smpi:")} == {None}
+    commands = [json.loads(p.read_text())["command"]
+                for p in (out / "launches").glob("*.meta.json")]
+    forced = sorted(c for cmd in commands for c in cmd if c.startswith("--cfg=smpi/bcast:"))
+    assert forced == ["--cfg=smpi/bcast:binomial_tree", "--cfg=smpi/bcast:ompi",
+                      "--cfg=smpi/bcast:ompi_pipeline"]
+    # only the port's launch gets the ports table
+    assert sum(any(c.startswith("COLLBENCH_PORTS_TABLE=") for c in cmd)
+               for cmd in commands) == 1
+    # SMPI's pipeline segments its message; Open MPI's forced pipeline does not (issue 12)
+    at = {r["algorithm"]: r["avg_us"] for r in got if r["size_bytes"] == 1048576}
+    assert at["pipeline"] > 2 * at["smpi:ompi_pipeline"], at
+
+
+def test_segment_size_and_fanout_are_honoured(tmp_path: Path, sim_env: Path) -> None:
+    """Forced pipeline bcast at 1 MiB on 4 ranks: unsegmented, it is three full hops;
+    with 32 KiB segments the hops overlap (faster); with 1 KiB ones the per-message
+    latency of 1024 messages per hop costs (slower than 32 KiB). A chain's fanout
+    changes the tree."""
+    path = spec(tmp_path, collectives='["bcast"]',
+                algorithms='[{name = "pipeline", segsize = [0, 1024, 32768]}, '
+                           '{name = "chain", fanout = [1, 3]}]',
+                sizes="[1048576]", nprocs="[4]", extra="validate = true")
+    got = run(tmp_path, path, tmp_path / "res")
+    assert all(r["status"] == "ok" and r["validated"] for r in got)
+    t = {(r["algorithm"], r["segsize"], r["fanout"]): r["avg_us"] for r in got}
+    unseg, small, big = (t[("pipeline", s, 0)] for s in (0, 1024, 32768))
+    assert big < 0.6 * unseg and small > big, t
+    # a chain of fanout 1 is the pipeline; fanout 3 is one hop from the root to all
+    assert t[("chain", 0, 1)] == pytest.approx(unseg)
+    assert t[("chain", 0, 3)] != pytest.approx(unseg)
+
+
+@pytest.mark.parametrize(("extra", "algorithms", "message"), [
+    ('\n[run.simgrid]\nompi_version = "4.0"', '["default"]',
+     "run.simgrid.ompi_version: Open MPI 4.0: no decision rules known; valid: 4.1, 5.0"),
+    ('\n[run.simgrid]\nompi_version = "4.1"', '["sparbit"]',
+     "measure.algorithms[0]: 'sparbit' is not a allgather algorithm of openmpi 4.1; valid: "
+     "default, linear (1), bruck (2), recursive_doubling (3), ring (4), neighbor (5), "
+     "two_proc (6); SMPI's own: smpi:<name> (collbench algorithms --backend simgrid "
+     "allgather)"),
+    ("", '["smpi:sparbit"]',
+     "measure.algorithms[0]: 'smpi:sparbit' is not one of SMPI's allgather algorithms; "
+     "valid: smpi:2dmesh, smpi:3dmesh, smpi:bruck,"),
+])
+def test_bad_version_or_algorithm_is_one_line(
+        tmp_path: Path, sim_env: Path, capsys: pytest.CaptureFixture[str], extra: str,
+        algorithms: str, message: str) -> None:
+    path = spec(tmp_path, collectives='["allgather"]', algorithms=algorithms, nprocs="[4]")
+    path.write_text(path.read_text() + extra)
+    out = tmp_path / "res"
+    assert main(["run", str(path), "--platform", str(small_platform(tmp_path)), "-o",
+                 str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_version_4_1_runs_the_same_rules(tmp_path: Path, sim_env: Path) -> None:
+    """4.1's fixed rules are 5.0's (ompi_decisions): the same launch gives the same rows,
+    and provenance names the version simulated."""
+    got = {}
+    for version in ("4.1", "5.0.11"):
+        path = spec(tmp_path, f"{version}.toml", collectives='["allreduce"]',
+                    algorithms='["default"]', sizes="[4, 65536]", nprocs="[4]")
+        path.write_text(path.read_text() + f'\n[run.simgrid]\nompi_version = "{version}"\n')
+        out = tmp_path / version
+        got[version] = [(r["size_bytes"], r["avg_us"], r["metrics"])
+                        for r in run(tmp_path, path, out)]
+        prov = json.loads((out / "provenance.json").read_text())
+        assert prov["simgrid"]["ompi_version"] == version[:3]
+    assert got["4.1"] == got["5.0.11"]
