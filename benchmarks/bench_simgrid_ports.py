@@ -19,15 +19,10 @@ pipeline of issue 12.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-from bench_simgrid_scale import _memory_mb
-from common import query
+from common import query, run_measured
 
 NPROCS = 4096
 SCALE_CASES = ("binomial", "pipeline", "default")
@@ -69,31 +64,6 @@ platform = "orfeo-thin"
 """
 
 
-def run(spec_text: str, out: Path) -> tuple[float, float, float]:
-    """(wall s, peak RSS MB, peak PSS MB) of one `collbench run`."""
-    spec = out.with_suffix(".toml")
-    spec.write_text(spec_text)
-    peak = [0.0, 0.0]
-    start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "collbench.cli", "run", str(spec), "-o",
-                             str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def watch() -> None:
-        while proc.poll() is None:
-            rss, pss = _memory_mb(proc.pid)
-            peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
-            time.sleep(0.2)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    _, err = proc.communicate()
-    watcher.join()
-    wall = time.monotonic() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{spec}: exit {proc.returncode}: {err[-800:]!r}")
-    return wall, peak[0], peak[1]
-
-
 def _build_kernel() -> None:
     """Compile the SimGrid kernel first, so no wall time below includes it."""
     from collbench.launch.simgrid import build_smpi_kernel, find_smpi
@@ -107,7 +77,7 @@ def scale(tmp: Path) -> list[str]:
              "simulated avg (µs) | simulated max (µs) |", "|---|---|---:|---:|---:|---:|---:|"]
     for alg in SCALE_CASES:
         out = tmp / f"scale-{alg}"
-        wall, rss, pss = run(SCALE_SPEC.format(alg=alg, nprocs=NPROCS), out)
+        wall, rss, pss = run_measured(SCALE_SPEC.format(alg=alg, nprocs=NPROCS), out)
         avg, top, metrics = query(out, "SELECT avg_us, max_us, metrics FROM measurements")[0]
         m = json.loads(metrics)
         runs = (f"port of {m['resolved_algorithm']} (5.0's fixed rules)"
@@ -119,7 +89,7 @@ def scale(tmp: Path) -> list[str]:
 
 def pipeline(tmp: Path) -> list[str]:
     out = tmp / "pipeline"
-    wall, _, _ = run(PIPELINE_SPEC, out)
+    wall, _, _ = run_measured(PIPELINE_SPEC, out)
     got = query(out, "SELECT algorithm, segsize, avg_us, metrics FROM measurements "
                      "ORDER BY avg_us")
     base = next(avg for alg, _, avg, _ in got if alg == "default")

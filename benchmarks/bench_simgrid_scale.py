@@ -11,15 +11,10 @@ buffers cost; PSS is the memory actually used.
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-from common import query
+from common import query, run_measured
 
 CASES = (("bcast", True), ("bcast", False), ("reduce", True), ("reduce", False))
 SPEC = """
@@ -42,57 +37,9 @@ shared_malloc = {shared}
 """
 
 
-def _tree(pid: int) -> list[int]:
-    out = [pid]
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return out
-    for child in children:
-        out += _tree(int(child))
-    return out
-
-
-def _memory_mb(root: int) -> tuple[float, float]:
-    """(RSS, PSS) of the process tree in MB."""
-    rss = pss = 0
-    for pid in _tree(root):
-        try:
-            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
-        except OSError:
-            continue
-        for key, acc in (("Rss", "rss"), ("Pss", "pss")):
-            m = re.search(rf"^{key}:\s+(\d+) kB", text, re.M)
-            if m and acc == "rss":
-                rss += int(m.group(1))
-            elif m:
-                pss += int(m.group(1))
-    return rss / 1024, pss / 1024
-
-
 def run(coll: str, shared: bool, out: Path) -> tuple[float, float, float]:
     """(wall s, peak RSS MB, peak PSS MB) of one `collbench run`."""
-    spec = out.with_suffix(".toml")
-    spec.write_text(SPEC.format(coll=coll, shared="true" if shared else "false"))
-    peak = [0.0, 0.0]
-    start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "collbench.cli", "run", str(spec), "-o",
-                             str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def watch() -> None:
-        while proc.poll() is None:
-            rss, pss = _memory_mb(proc.pid)
-            peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
-            time.sleep(0.2)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    _, err = proc.communicate()
-    watcher.join()
-    wall = time.monotonic() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{coll} shared={shared}: exit {proc.returncode}: {err[-800:]!r}")
-    return wall, peak[0], peak[1]
+    return run_measured(SPEC.format(coll=coll, shared="true" if shared else "false"), out)
 
 
 def main() -> str:

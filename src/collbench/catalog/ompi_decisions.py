@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from collbench.catalog.openmpi import FALLBACK_5_0
 from collbench.errors import UserError, choice_error
 
 KiB: Final = 1024
@@ -58,27 +59,9 @@ class Decision:
     fanout: int = 0
 
 
-# Algorithm names by id (1, 2, ...), spelled as collbench.catalog.openmpi does.
-# allgatherv's id 1 is Open MPI's "default" (gatherv + bcast), called default_algorithm here.
-ALGORITHMS: Final[dict[str, tuple[str, ...]]] = {
-    "allgather": ("linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc",
-                  "sparbit"),
-    "allgatherv": ("default_algorithm", "bruck", "ring", "neighbor", "two_proc", "sparbit"),
-    "allreduce": ("basic_linear", "nonoverlapping", "recursive_doubling", "ring",
-                  "segmented_ring", "rabenseifner"),
-    "alltoall": ("linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"),
-    "alltoallv": ("basic_linear", "pairwise"),
-    "barrier": ("linear", "double_ring", "recursive_doubling", "bruck", "two_proc", "tree"),
-    "bcast": ("basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree",
-              "binomial", "knomial", "scatter_allgather", "scatter_allgather_ring"),
-    "gather": ("basic_linear", "binomial", "linear_sync"),
-    "reduce": ("linear", "chain", "pipeline", "binary", "binomial", "in-order_binary",
-               "rabenseifner"),
-    "reduce_scatter": ("non-overlapping", "recursive_halving", "ring", "butterfly"),
-    "reduce_scatter_block": ("basic_linear", "recursive_doubling", "recursive_halving",
-                             "butterfly"),
-    "scatter": ("basic_linear", "binomial", "linear_nb"),
-}
+# Algorithm names by id (1, 2, ...): Open MPI 5.0's table (allgatherv's id 1, Open MPI's
+# "default" (gatherv + bcast), is called default_algorithm there).
+ALGORITHMS: Final[dict[str, tuple[str, ...]]] = FALLBACK_5_0
 # Added in 5.0; 4.1 does not have them (the fixed rules pick neither in any version).
 _NEW_IN_5_0: Final = {("allgather", "sparbit"), ("allgatherv", "sparbit")}
 
