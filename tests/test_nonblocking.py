@@ -249,12 +249,12 @@ def test_cli_show_compare_export_report(fake_results: Path, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", str(fake_results), "--stat", "overlap_pct"]) == 0
     out = capsys.readouterr().out
-    assert "diff = value - default's value in percentage points" in out
+    assert "diff = median_overlap_pct - default's in percentage points" in out
     assert '"test_calls": 25' in out
     assert main(["show", str(fake_results), "--collective", "ibcast", "--format", "csv"]) == 0
     table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert {r["test_calls"] for r in table} == {"0", "25"}
-    assert all(r["overlap_pct"] != "" for r in table)
+    assert all(r["median_overlap_pct"] != "" for r in table)
     assert len(table) == 2 * 2 * 2  # algorithms x test_calls x sizes: not pooled over tests
     export = tmp_path / "rows.csv"
     assert main(["export", str(fake_results), "-o", str(export), "--expand-metrics"]) == 0
@@ -337,3 +337,10 @@ def test_ingest_param_sets_test_calls_when_no_command(tmp_path: Path,
     assert main(["ingest", str(blocking), "--nprocs", "2", "-o", str(tmp_path / "d"),
                  "--param", "test_calls=1"]) == 2
     assert "test_calls is for non-blocking OSU benchmarks" in capsys.readouterr().err
+
+
+def test_plan_lists_each_launch_non_blocking_settings(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    assert main(["plan", str(ROOT / "examples" / "nonblocking.toml")]) == 0
+    launches = [ln for ln in capsys.readouterr().out.splitlines() if " np=" in ln]
+    assert launches and all("test_calls=0,25 compute=auto" in ln for ln in launches)

@@ -82,7 +82,8 @@ def test_per_collective_algorithms() -> None:
      "slot, hwthread (did you mean socket?)"),
     ("colectives = 1\n", "",
      "spec.toml: measure.colectives: unknown key 'colectives'; valid: collectives, algorithms, "
-     "sizes, nprocs, map_by, bind_to, iterations, warmup, validate, samples, nonblocking "
+     "sizes, nprocs, map_by, bind_to, ppn, iterations, warmup, validate, samples, precision, "
+     "min_iterations, max_iterations, max_seconds, timing, nonblocking, mpi "
      "(did you mean collectives?)"),
     ('[mesure]\n', "", "spec.toml: mesure: unknown key 'mesure'; valid: campaign, measure, mca, "
                        "run, workload, zip, exclude (did you mean measure?)"),
@@ -91,8 +92,8 @@ def test_per_collective_algorithms() -> None:
     ("[run]\ntimeout = 0\n", "", "spec.toml: run.timeout: must be greater than 0, got 0"),
     ("[run]\nrepetitions = 0\n", "", "spec.toml: run.repetitions: must be at least 1, got 0"),
     ('[run]\nbackend = "slrum"\n', "",
-     "spec.toml: run.backend: 'slrum' is not valid; valid: local, slurm, simgrid, fake "
-     "(did you mean slurm?)"),
+     "spec.toml: run.backend: 'slrum' is not valid; valid: local, slurm, simgrid, fake, "
+     "hosts (did you mean slurm?)"),
     ('[run]\noversubscribe = "yes"\n', "",
      'spec.toml: run.oversubscribe: expected "auto", true or false, got \'yes\''),
     ("sizes = 1.5\n", "", "spec.toml: measure.sizes: expected a byte count"),

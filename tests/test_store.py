@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from collbench.errors import UserError
-from collbench.records import COLUMNS, make_row
+from collbench.records import COLUMNS, FORMAT_VERSION, make_row
 from collbench.store import Store
 
 
@@ -24,7 +24,7 @@ def _rows(lid: str, n: int) -> list[dict[str, Any]]:
 
 def test_create_records_spec_plan_provenance_and_dump(tmp_path: Path) -> None:
     s = _store(tmp_path)
-    assert s.campaign()["format_version"] == 1
+    assert s.campaign()["format_version"] == FORMAT_VERSION
     assert (s.root / "ompi_info.txt").read_text() == "mca:x:y\n"
     assert "mpi_info_dump" not in json.loads((s.root / "provenance.json").read_text())
     assert s.spec_text().startswith("[campaign]")

@@ -12,6 +12,7 @@ The public API is what this module exports; everything else is internal and may 
     plan = collbench.prepare(source, mpi, collbench.Request(Path("results/x"))).plan
     camp = collbench.open_campaign(source, mpi, collbench.Request(Path("results/x")))
     summary = camp.run()
+    df = collbench.open("results/quick").measurements()   # pandas DataFrame (notebooks)
 
 Names are imported on first use, so `import collbench` stays cheap.
 """
@@ -35,6 +36,8 @@ _API: dict[str, str] = {
     "open_results": "collbench.store",
     "Store": "collbench.store",
     "compare": "collbench.analyse.compare",
+    "open": "collbench.api",
+    "Results": "collbench.api",
     "UserError": "collbench.errors",
 }
 

@@ -26,10 +26,13 @@ from typing import Any, Generic, TextIO, TypeVar, overload
 
 from collbench.catalog.load import load_catalog
 from collbench.catalog.mpi import MpiInstall
+from collbench.catalog.mpi_install import key_of, resolve_mpi
 from collbench.errors import UserError
 from collbench.kernel.build import KernelBinary
-from collbench.launch.base import Backend, BackendSetup, Identity, create
+from collbench.launch.base import Backend, BackendSetup, Identity, LaunchBackend, create
+from collbench.launch.multi import MultiMpi, mpis_record, multi
 from collbench.plan import Launch, Plan, make_plan
+from collbench.records import mpi_key
 from collbench.runner import RowContext, Summary, run_campaign
 from collbench.spec import Spec, load_spec, parse_spec
 from collbench.store import Store
@@ -73,6 +76,7 @@ class Prepared:
     mpi: MpiInstall
     backend: Backend
     plan: Plan
+    mpis: Mapping[str, MpiInstall] = field(default_factory=dict)  # [measure] mpi, by key
 
 
 B = TypeVar("B", bound=Backend)
@@ -106,17 +110,69 @@ def _say(message: str) -> None:
     print(f"collbench: {message}", file=sys.stderr)
 
 
-def _backend(source: SpecSource, mpi: MpiInstall, request: Request, store: Store,
-             stored: str | None = None, resume: bool = False) -> Backend:
+def _one_backend(source: SpecSource, mpi: MpiInstall, request: Request, store: Store,
+                 stored: str | None = None, resume: bool = False) -> Backend:
     name = request.backend or stored or source.spec.run.backend
     setup = BackendSetup(source.spec, mpi, source.origin, store, request.platform, resume)
     return create(name, setup, "--backend" if request.backend else
                   f"{source.origin}: run.backend")
 
 
+def _parts(source: SpecSource, request: Request, store: Store, stored: str | None = None,
+           resume: bool = False) -> dict[str, Backend]:
+    """[measure] mpi: each MPI resolved (catalog.mpi_install.resolve_mpi) and given a
+    backend of its own, by key; {} when the spec names no MPI."""
+    parts: dict[str, Backend] = {}
+    for i, ref in enumerate(source.spec.measure.mpi or []):
+        where = f"{source.origin}: measure.mpi[{i}]"
+        mpi = resolve_mpi(ref, where)
+        key = key_of(mpi)
+        if key in parts:
+            raise UserError(f"{where}: {ref!r} is {key}, listed already; list each MPI once")
+        parts[key] = _one_backend(source, mpi, request, store, stored, resume)
+    return parts
+
+
+def _backend(source: SpecSource, mpi: MpiInstall, request: Request, store: Store,
+             stored: str | None = None, resume: bool = False) -> Backend:
+    """The campaign's backend: for `mpi`, or for the MPIs of [measure] mpi (which then
+    win over --mpi): the one MPI's own, or a MultiMpi passing each launch to its MPI's."""
+    parts = _parts(source, request, store, stored, resume)
+    if not parts:
+        return _one_backend(source, mpi, request, store, stored, resume)
+    if len(parts) == 1:
+        return next(iter(parts.values()))
+    launching: dict[str, LaunchBackend] = {}
+    for key, part in parts.items():
+        if not isinstance(part, LaunchBackend):
+            raise UserError(f"{source.origin}: measure.mpi: backend {part.name!r} runs one "
+                            f"MPI per campaign ({len(parts)} listed: {', '.join(parts)}); "
+                            "make one campaign per MPI")
+        launching[key] = part
+    return multi(launching)
+
+
+def _keyed(source: SpecSource, backend: Backend) -> dict[str, Backend]:
+    """The backend of each MPI of [measure] mpi, by key ({} without [measure] mpi)."""
+    if isinstance(backend, MultiMpi):
+        return dict(backend.parts)
+    return {key_of(backend.mpi): backend} if source.spec.measure.mpi else {}
+
+
 def _plan(source: SpecSource, mpi: MpiInstall, backend: Backend, check: bool = True) -> Plan:
-    planning = backend.planning(load_catalog(mpi))
-    plan = make_plan(source.spec, planning.catalog, source=source.origin, cores=planning.cores)
+    keyed = _keyed(source, backend)
+    if keyed:  # the MPI is a plan dimension: each MPI's own catalogue and forcing
+        plannings = {k: b.planning(load_catalog(b.mpi)) for k, b in keyed.items()}
+        first = next(iter(plannings.values()))
+        plan = make_plan(source.spec, first.catalog, source=source.origin,
+                         cores=first.cores,
+                         catalogs={k: p.catalog for k, p in plannings.items()},
+                         nodes=1 if first.cores is None else None)
+    else:
+        planning = backend.planning(load_catalog(mpi))
+        # cores None: the backend runs every rank on this machine, one node (layout checks)
+        plan = make_plan(source.spec, planning.catalog, source=source.origin,
+                         cores=planning.cores, nodes=1 if planning.cores is None else None)
     if check:
         check_placements(plan, backend, source.origin)
     return replace(plan, backend=backend.name)
@@ -128,14 +184,15 @@ def check_placements(plan: Plan, backend: Backend, origin: str) -> None:
     one failed launch at a time."""
     seen: set[tuple[object, ...]] = set()
     for la in plan.launches:
-        key = (la.nprocs, la.mapping, la.binding, la.oversubscribe)
+        key = (la.nprocs, la.mapping, la.binding, la.oversubscribe, la.mpi)
         if key in seen:
             continue
         seen.add(key)
         problem = backend.placement_problem(la)
         if problem:
-            raise UserError(f"{origin}: measure.map_by/bind_to: the launcher refuses -np "
-                            f"{la.nprocs} --map-by {la.mapping} --bind-to {la.binding}; "
+            which = f" ({la.mpi})" if la.mpi else ""
+            raise UserError(f"{origin}: measure.map_by/bind_to: the launcher{which} refuses "
+                            f"-np {la.nprocs} --map-by {la.mapping} --bind-to {la.binding}; "
                             f"{problem}")
 
 
@@ -150,7 +207,9 @@ def prepare(source: SpecSource, mpi: MpiInstall, request: Request,
         from collbench.launch.program import find_executable
 
         find_executable(workload, source.origin)  # one line now, not at the first launch
-    return Prepared(source, mpi, backend, _plan(source, mpi, backend, check_placement))
+    mpis = {k: b.mpi for k, b in _keyed(source, backend).items()}
+    return Prepared(source, next(iter(mpis.values()), mpi), backend,
+                    _plan(source, mpi, backend, check_placement), mpis)
 
 
 def _same_spec(store: Store, source: SpecSource) -> None:
@@ -160,16 +219,38 @@ def _same_spec(store: Store, source: SpecSource) -> None:
                         "resume needs the same spec (use another -o folder for a new one)")
 
 
-def _same_mpi(store: Store, now: Identity) -> None:
-    """Resuming with another MPI would mix two MPIs' numbers in one campaign."""
+def _same_mpi(store: Store, now: Identity, keyed: Mapping[str, Backend]) -> None:
+    """Resuming with another MPI would mix two MPIs' numbers in one campaign; with
+    [measure] mpi, every MPI is checked (provenance.json's mpis)."""
+    if keyed:
+        stored_all = store.provenance().get("mpis")
+        stored_all = stored_all if isinstance(stored_all, dict) else {}
+        for key, backend in keyed.items():
+            was_d = stored_all.get(key)
+            if not isinstance(was_d, dict) or not isinstance(was_d.get("identity"), dict):
+                raise UserError(f"{store.root}: was not run with {key} (it holds "
+                                f"{', '.join(stored_all) or 'no per-MPI record'}); resume "
+                                "with the same MPIs or use another -o folder")
+            was = was_d["identity"]
+            _same_identity(store, Identity(str(was.get("implementation")),
+                                           str(was.get("version")),
+                                           str(was.get("compiler"))),
+                           backend.identity(), key)
+        return
     stored = store.provenance().get("mpi")
     if not isinstance(stored, dict):
         return
     was = Identity(str(stored.get("implementation")), str(stored.get("version")),
                    str(stored.get("mpicc")))
+    _same_identity(store, was, now)
+
+
+def _same_identity(store: Store, was: Identity, now: Identity, key: str = "") -> None:
     if was != now:
-        raise UserError(f"{store.root}: was run with {was.describe()}, not {now.describe()}; "
-                        "resume with the same MPI (--mpi) or use another -o folder")
+        which = f"{key} " if key else ""
+        raise UserError(f"{store.root}: {which}was run with {was.describe()}, not "
+                        f"{now.describe()}; resume with the same MPI "
+                        f"({'measure.mpi' if key else '--mpi'}) or use another -o folder")
 
 
 def _same_meta(store: Store, meta: Mapping[str, Any]) -> None:
@@ -213,6 +294,8 @@ def _build(backend: Backend, spec: Spec, say: Callable[[str], None]) -> KernelBi
 
 def _provenance(backend: Backend, spec: Spec, binary: KernelBinary) -> dict[str, Any]:
     prov = backend.provenance(binary)
+    if spec.measure.mpi and "mpis" not in prov:  # one MPI listed: recorded as several are
+        prov["mpis"] = mpis_record({key_of(backend.mpi): (backend, binary)})
     if spec.workload is not None:  # the launches ran the program, not the kernel
         from collbench.launch.program import program_record
 
@@ -268,7 +351,7 @@ def _open(store: Store, source: SpecSource, mpi: MpiInstall, request: Request,
         raise UserError(f"backend {backend.name!r} cannot do this (it is not a "
                         f"{kind.__name__})")
     if resuming:
-        _same_mpi(store, backend.identity())
+        _same_mpi(store, backend.identity(), _keyed(source, backend))
         plan = _same_launches(store, plan) if plan is not None else \
             Plan.from_json(store.plan())
         if request.retry_failed:
@@ -283,10 +366,23 @@ def _open(store: Store, source: SpecSource, mpi: MpiInstall, request: Request,
                       source.text, plan.to_json(), _provenance(backend, source.spec, kernel))
         backend.created(store)
     backend.ready(store)
+    return Campaign(store, source, plan, backend.mpi, backend, kernel,
+                    _row_context(store, plan, source, backend), created=not resuming)
+
+
+def _row_context(store: Store, plan: Plan, source: SpecSource,
+                 backend: Backend) -> RowContext:
+    """What every row of the campaign says about it: the MPI as its key (records format 2;
+    a format 1 folder resumed goes on with the implementation alone, as its rows say)."""
+    def mpi_column(ident: Identity) -> str:
+        if store.campaign().get("format_version") == 1:
+            return ident.implementation
+        return mpi_key(ident.implementation, ident.version)
+
     ident = backend.identity()
-    return Campaign(store, source, plan, mpi, backend, kernel,
-                    RowContext(plan.campaign, backend.name, ident.implementation,
-                               ident.version), created=not resuming)
+    per_mpi = {k: (mpi_column(b.identity()), b.identity().version)
+               for k, b in _keyed(source, backend).items()}
+    return RowContext(plan.campaign, backend.name, mpi_column(ident), ident.version, per_mpi)
 
 
 def create_folder(store: Store, meta: Mapping[str, Any], spec_text: str,

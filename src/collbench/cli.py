@@ -11,9 +11,11 @@ from typing import NoReturn
 from collbench.commands import (
     algorithms,
     compare,
+    completion,
     ingest,
     model,
     mpi,
+    options,
     platform,
     query,
     report,
@@ -46,11 +48,14 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         module.add_parser(sub)
+    completion.add_parser(sub, p)  # last: it completes every command above
+    options.add_verbosity_everywhere(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    options.apply_verbosity(args)
     try:
         return int(args.func(args))
     except UserError as e:

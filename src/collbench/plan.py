@@ -21,9 +21,10 @@ import os
 import random
 import secrets
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
+from collbench.catalog import mpich
 from collbench.catalog.algorithms import DEFAULT, Algorithm, Catalog
 from collbench.catalog.collectives import COLLECTIVES, OSU_BW_WINDOW, Kind, RulesBytes, osu_defaults
 from collbench.catalog.openmpi import libnbc_mca
@@ -31,7 +32,7 @@ from collbench.errors import UserError, did_you_mean
 from collbench.sizes import format_size, parse_size
 from collbench.spec import AlgorithmChoice, Spec
 
-PLAN_FORMAT: Final = 1
+PLAN_FORMAT: Final = 2
 # What each plan.json format holds; a new format adds a line and a reader for the old one.
 PLAN_HISTORY: Final[dict[int, str]] = {
     1: "campaign, seed, backend, launches: [{launch_id, repetition, nprocs, mapping, "
@@ -40,7 +41,14 @@ PLAN_HISTORY: Final[dict[int, str]] = {
        "iterations, warmup}]}]; non-blocking points (ibcast, ...) add test_calls, compute, "
        "hide_steps (absent on the others); a workload launch adds program: {name, args, "
        "params, metrics, primary} (absent on kernel launches)",
+    2: "as 1; a launch of a campaign with [measure] mpi adds mpi, the key of the MPI it "
+       "runs (openmpi-4.1.8; absent otherwise); "
+       "a launch of a campaign with [measure] ppn adds ppn, its ranks per node (absent "
+       "otherwise); blocking collective points add timing: \"completion\" ([measure] timing; "
+       "absent: osu) and precision, max_iterations, max_seconds ([measure] precision; "
+       "absent: fixed counts). Format 1 plans are read as they are.",
 }
+READABLE_PLAN_FORMATS: Final = (1, 2)
 MPIT: Final = "mpit"
 LAUNCH: Final = "launch"
 NONE: Final = "none"
@@ -65,10 +73,22 @@ class Point:
     test_calls: int | None = None  # MPI_Test calls in the compute phase (OSU -t)
     compute: str | None = None  # "auto", "<v>us" or "<v>x"
     hide_steps: int = 0  # steps of the max-hideable-compute sweep (0: none)
+    # Blocking collectives: "completion" also runs the synchronised-start loop.
+    timing: str = "osu"
+    # Blocking collectives: iterate until the median's CI is within +-precision (None: the
+    # fixed `iterations`, which is then the first batch), at most max_* of each.
+    precision: float | None = None
+    max_iterations: int = 0
+    max_seconds: float = 0.0
 
     def job_line(self) -> str:
         line = (f"{self.collective} {self.algorithm_id or 0} {self.segsize} {self.fanout} "
                 f"{self.size_bytes} {self.iterations} {self.warmup}")
+        if self.timing != "osu":
+            line += f" timing={self.timing}"
+        if self.precision is not None:
+            line += (f" precision={self.precision:.6g} max_iterations={self.max_iterations} "
+                     f"max_seconds={self.max_seconds:.6g}")
         if self.test_calls is None:
             return line
         return (f"{line} test_calls={self.test_calls} compute={self.compute or 'auto'} "
@@ -77,6 +97,11 @@ class Point:
     def to_json(self) -> dict[str, Any]:
         """As stored in plan.json: blocking points without the non-blocking keys."""
         d = asdict(self)
+        if self.timing == "osu":  # plan.json as before completion timing existed
+            del d["timing"]
+        if self.precision is None:  # and before precision-driven iterations
+            for key in ("precision", "max_iterations", "max_seconds"):
+                del d[key]
         if self.test_calls is None:
             for key in ("test_calls", "compute", "hide_steps"):
                 del d[key]
@@ -162,6 +187,8 @@ class Launch:
     validate: bool
     samples: bool
     program: ProgramRun | None = None  # a workload launch: this program, not the kernel
+    mpi: str | None = None  # [measure] mpi: the key of the MPI this launch runs with
+    ppn: int | None = None  # [measure] ppn: ranks per node (None: the launcher fills slots)
 
     def job_lines(self) -> list[str]:
         """Kernel job file: `collective algorithm_id segsize fanout size iterations warmup`."""
@@ -181,6 +208,8 @@ class Launch:
             "timeout_s": self.timeout_s, "validate": self.validate, "samples": self.samples,
             "points": [p.to_json() for p in self.points],
             **({"program": self.program.to_json()} if self.program is not None else {}),
+            **({"mpi": self.mpi} if self.mpi is not None else {}),
+            **({"ppn": self.ppn} if self.ppn is not None else {}),
         }
 
     @staticmethod
@@ -197,6 +226,8 @@ class Launch:
             validate=bool(data["validate"]), samples=bool(data["samples"]),
             points=tuple(Point(**p) for p in data["points"]),
             program=ProgramRun.from_json(data["program"]) if "program" in data else None,
+            mpi=str(data["mpi"]) if data.get("mpi") is not None else None,
+            ppn=int(data["ppn"]) if data.get("ppn") is not None else None,
         )
 
 
@@ -206,6 +237,8 @@ class Plan:
     seed: int
     backend: str
     launches: tuple[Launch, ...]
+    # What planning left out and why (not stored: the same spec on the same layout says it).
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def points_total(self) -> int:
         return sum(len(launch.points) for launch in self.launches)
@@ -221,9 +254,9 @@ class Plan:
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Plan:
         """The plan recorded by to_json; UserError when it is not one."""
-        if data.get("format") != PLAN_FORMAT:
+        if data.get("format") not in READABLE_PLAN_FORMATS:
             raise UserError(f"plan format {data.get('format')!r} is not supported "
-                            f"(expected {PLAN_FORMAT})")
+                            f"(valid: {', '.join(map(str, READABLE_PLAN_FORMATS))})")
         try:
             return Plan(str(data["campaign"]), int(data["seed"]), str(data["backend"]),
                         tuple(Launch.from_json(x) for x in data["launches"]))
@@ -267,7 +300,31 @@ def _expand_entry(catalog: Catalog, coll: str, entry: AlgorithmChoice,
     return [_Variant(alg, s, f) for s in entry.segsize or [0] for f in entry.fanout or [0]]
 
 
-def _variants(spec: Spec, catalog: Catalog, coll: str, source: str) -> list[_Variant]:
+def _tolerated(spec: Spec, mpi: str | None, coll: str, entry: AlgorithmChoice) -> bool:
+    """A named algorithm this MPI lacks is left out, not refused, when an exclude entry
+    with this MPI's key (and no other key but collective and algorithm) names it."""
+    for ex in spec.exclude:
+        crit = ex.criteria()
+        if mpi is None or mpi not in crit.get("mpi", []) or \
+                set(crit) - {"mpi", "collective", "algorithm"}:
+            continue
+        if coll in crit.get("collective", [coll]) and any(
+                str(r).strip().lower() == str(entry.name).strip().lower()
+                for r in crit.get("algorithm", [entry.name])):
+            return True
+    return False
+
+
+def _in_catalog(catalog: Catalog, coll: str, name: str | int) -> bool:
+    try:
+        catalog.resolve(coll, name, "")
+    except UserError:
+        return False
+    return True
+
+
+def _variants(spec: Spec, catalog: Catalog, coll: str, source: str,
+              mpi: str | None = None) -> list[_Variant]:
     chosen = spec.measure.algorithms
     if isinstance(chosen, dict):
         entries = chosen.get(coll, [AlgorithmChoice(name=DEFAULT)])
@@ -276,7 +333,11 @@ def _variants(spec: Spec, catalog: Catalog, coll: str, source: str) -> list[_Var
         entries, prefix = chosen, "measure.algorithms"
     out: list[_Variant] = []
     for i, entry in enumerate(entries):
-        for v in _expand_entry(catalog, coll, entry, f"{source}: {prefix}[{i}]"):
+        if not entry.is_all() and _tolerated(spec, mpi, coll, entry) and \
+                not _in_catalog(catalog, coll, entry.name):
+            continue
+        where = f"{source}: {prefix}[{i}]" + (f" (measure.mpi {mpi})" if mpi else "")
+        for v in _expand_entry(catalog, coll, entry, where):
             if v not in out:
                 out.append(v)
     return out
@@ -321,11 +382,12 @@ def _algorithm_matches(ref: str | int, alg: Algorithm) -> bool:
     return ref.strip().lower() in (alg.name.lower(), str(alg.id))
 
 
-def _check_excluded_algorithms(spec: Spec, variants: dict[str, list[_Variant]],
+def _check_excluded_algorithms(spec: Spec, variants: list[dict[str, list[_Variant]]],
                                source: str) -> None:
+    """Every algorithm an exclude entry names is measured (by at least one MPI)."""
     for i, entry in enumerate(spec.exclude):
         colls = entry.collective or spec.measure.collectives
-        measured = [v.algorithm for c in colls for v in variants[c]]
+        measured = [v.algorithm for per in variants for c in colls for v in per[c]]
         names = list(dict.fromkeys(a.name for a in measured))
         for ref in entry.algorithm or []:
             if not any(_algorithm_matches(ref, a) for a in measured):
@@ -424,14 +486,19 @@ def _merge_mca(spec: Spec, swept: dict[str, str], forcing: dict[str, str],
 class _Expander:
     """Holds what every launch of one make_plan call shares."""
 
-    def __init__(self, spec: Spec, catalog: Catalog, source: str, cores: int) -> None:
+    def __init__(self, spec: Spec, catalog: Catalog, source: str, cores: int,
+                 mpi: str | None = None, nodes: int | None = None) -> None:
         self.spec, self.catalog, self.source, self.cores = spec, catalog, source, cores
+        self.mpi = mpi  # the MPI's key in a campaign of several, else None
+        self.nodes = nodes  # nodes every launch runs on, when the backend knows it
+        # (collective, algorithm) -> process counts the layout rules it out at (`plan` says)
+        self.skipped: dict[tuple[str, str], dict[int, None]] = {}
         colls = spec.measure.collectives
-        self.variants = {c: _variants(spec, catalog, c, source) for c in colls}
+        self.variants = {c: _variants(spec, catalog, c, source, mpi) for c in colls}
         self.sizes = {c: _sizes(spec, c, source) for c in colls}
-        self.modes = _modes(spec, catalog, self.variants, source)
-        _check_excluded_algorithms(spec, self.variants, source)
-        _check_mca_allowed(spec, catalog, source)
+        where = f"{source} (measure.mpi {mpi})" if mpi else source
+        self.modes = _modes(spec, catalog, self.variants, where)
+        _check_mca_allowed(spec, catalog, where)
         self.criteria = [entry.criteria() for entry in spec.exclude]
 
     def _point(self, coll: str, v: _Variant, size: int,
@@ -441,7 +508,12 @@ class _Expander:
         point = Point(coll, v.algorithm.name, v.algorithm.id, v.segsize, v.fanout, size,
                       m.iterations.at(size) or it_osu, m.warmup.at(size) or wu_osu)
         if nb is None:
-            return point
+            if COLLECTIVES[coll].kind is Kind.P2P:
+                return point
+            if m.precision is not None:
+                point = replace(point, iterations=m.min_iterations, precision=m.precision,
+                                max_iterations=m.max_iterations, max_seconds=m.max_seconds)
+            return replace(point, timing=m.timing)
         hide = m.nonblocking.hide if m.nonblocking is not None else 0
         return replace(point, test_calls=nb[0], compute=nb[1], hide_steps=hide)
 
@@ -457,9 +529,12 @@ class _Expander:
         out = []
         for coll in self.spec.measure.collectives:
             for v in self.variants[coll]:
-                here = {**at, "collective": coll, "segsize": v.segsize, "fanout": v.fanout}
+                here = {**at, "collective": coll, "segsize": v.segsize, "fanout": v.fanout,
+                        "mpi": self.mpi}
                 if not self.catalog.applicable(v.algorithm, at["nprocs"]):
                     continue  # e.g. two_proc refuses P != 2: not a measurement, skip it
+                if self._cannot_run_here(coll, v.algorithm, at):
+                    continue  # e.g. MPICH's smp on one node
                 for nb in self.nb_variants(coll):
                     points = tuple(self._point(coll, v, size, nb) for size in self.sizes[coll]
                                    if _moves_data(coll, size, at["nprocs"])
@@ -468,6 +543,24 @@ class _Expander:
                     if points:
                         out.append(_Block(coll, v, points))
         return out
+
+    def _cannot_run_here(self, coll: str, alg: Algorithm, at: Mapping[str, Any]) -> bool:
+        """An algorithm the layout rules out: skipped with a reason when "all" brought it,
+        refused when the spec names it."""
+        if self.catalog.implementation != "mpich":
+            return False
+        ppn = at.get("ppn")
+        nodes = -(-at["nprocs"] // ppn) if ppn else self.nodes
+        why = mpich.layout_problem(alg.name, at["nprocs"], nodes)
+        if why is None:
+            return False
+        listed = self.spec.measure.algorithms
+        entries = listed.get(coll, []) if isinstance(listed, dict) else listed
+        if any(str(e.name).strip().lower() == alg.name for e in entries):
+            raise UserError(f"{self.source}: measure.algorithms: {coll} {why}; remove it "
+                            "(or run on more nodes: [measure] ppn)")
+        self.skipped.setdefault((coll, alg.name), {})[at["nprocs"]] = None
+        return True
 
     def _forced_by_user(self, block: _Block, mca: Mapping[str, str]) -> _Block:
         """A default block that the user's [mca] settings force: recorded as the algorithm
@@ -513,7 +606,7 @@ class _Expander:
             env=tuple(sorted(env.items())), swept=tuple(sorted(swept.items())),
             selection=selection, points=tuple(p for b in blocks for p in b.points),
             timeout_s=spec.run.timeout, validate=spec.measure.check_results,
-            samples=spec.measure.samples)
+            samples=spec.measure.samples, mpi=self.mpi, ppn=dims.get("ppn"))
 
 
 def _user_forced(coll: str, mca: Mapping[str, str], catalog: Catalog,
@@ -589,20 +682,48 @@ def _check_size(spec: Spec, expander: _Expander, source: str) -> None:
             "campaign")
 
 
+def _check_exclude_mpis(spec: Spec, keys: list[str], source: str) -> None:
+    for i, entry in enumerate(spec.exclude):
+        for value in entry.mpi or []:
+            if not keys:
+                raise UserError(f"{source}: exclude[{i}].mpi: needs [measure] mpi (this "
+                                "campaign measures one MPI)")
+            if value not in keys:
+                raise UserError(f"{source}: exclude[{i}].mpi: {value!r} is not measured; "
+                                f"valid: {', '.join(keys)}{did_you_mean(value, keys)}")
+
+
 def make_plan(spec: Spec, catalog: Catalog, source: str = "the spec",
-              cores: int | None = None) -> Plan:
+              cores: int | None = None,
+              catalogs: Mapping[str, Catalog] | None = None,
+              nodes: int | None = None) -> Plan:
     """Every launch of the campaign, in run order; UserError naming the spec key at fault.
 
     `cores` (default: this machine's) decides oversubscribe = "auto". The seed is the spec's,
     or a fresh one recorded in Plan.seed; the same spec and seed give the same plan.
+    `catalogs` ([measure] mpi: MPI key -> its catalogue, `catalog` unused) makes the MPI a
+    launch dimension: each MPI's launches are planned with its own algorithms and forcing,
+    and carry its key. `nodes`: the nodes every launch runs on when the backend knows it (1:
+    this machine), so algorithms the layout rules out are skipped (Plan.notes says why).
     """
+    keys = list(catalogs or {})
+    expanders: list[_Expander] = []
+    _check_exclude_mpis(spec, keys, source)
     if spec.workload is not None:
-        launches = program_launches(spec, source, cores or os.cpu_count() or 1)
+        programs = program_launches(spec, source, cores or os.cpu_count() or 1)
+        launches = [replace(la, mpi=key) for la in programs for key in keys] if keys \
+            else programs
     else:
-        expander = _Expander(spec, catalog, source, cores or os.cpu_count() or 1)
-        _check_size(spec, expander, source)
+        per_mpi: list[tuple[str | None, Catalog]] = list(catalogs.items()) if catalogs \
+            else [(None, catalog)]
+        expanders = [_Expander(spec, cat, source, cores or os.cpu_count() or 1, key, nodes)
+                     for key, cat in per_mpi]
+        _check_excluded_algorithms(spec, [e.variants for e in expanders], source)
+        for expander in expanders:
+            _check_size(spec, expander, source)
         launches = [launch for repetition in range(spec.run.repetitions)
                     for dims in _combinations(spec)
+                    for expander in expanders
                     for launch in expander.launches(dims, repetition)]
     if not launches:
         raise UserError(f"{source}: exclude: every point is excluded; nothing to measure")
@@ -611,8 +732,11 @@ def make_plan(spec: Spec, catalog: Catalog, source: str = "the spec",
         rng = random.Random(seed)
         launches = [_shuffle_blocks(launch, rng) for launch in launches]
         rng.shuffle(launches)
+    notes = tuple(dict.fromkeys(
+        f"{coll} {name} at np={','.join(map(str, nps))}: {mpich.LAYOUT_NOTE}; MPICH refuses "
+        "it on this layout" for e in expanders for (coll, name), nps in e.skipped.items()))
     return Plan(spec.campaign.name, seed, spec.run.backend,
-                tuple(_with_id(i, launch) for i, launch in enumerate(launches)))
+                tuple(_with_id(i, launch) for i, launch in enumerate(launches)), notes)
 
 
 # --- workloads: a program instead of the kernel ---------------------------------------------
@@ -684,4 +808,5 @@ def _program_launch(spec: Spec, dims: dict[str, Any], values: dict[str, str],
         launch_id="", repetition=repetition, nprocs=nprocs, mapping=dims["map_by"],
         binding=dims["bind_to"], oversubscribe=oversubscribe, mca=tuple(sorted(mca.items())),
         env=(), swept=tuple(sorted(swept.items())), selection=NONE, points=(point,),
-        timeout_s=spec.run.timeout, validate=False, samples=False, program=program)
+        timeout_s=spec.run.timeout, validate=False, samples=False, program=program,
+        ppn=dims.get("ppn"))

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-FORMAT_VERSION: Final = 1
-# What each results-folder format version holds. A reader of version N refuses others;
-# a future version adds a line here and an upgrade step in store.py that rewrites an older
-# folder (campaign.json's format_version says which one a folder is).
+FORMAT_VERSION: Final = 2
+# What each results-folder format version holds. A reader reads the versions in
+# READABLE_FORMATS; a new version adds a line here (and an upgrade step in store.py when
+# an older folder cannot be read as it is; campaign.json's format_version says which one
+# a folder is).
 FORMAT_HISTORY: Final[dict[int, str]] = {
     1: "the layout store.py documents; rows with the COLUMNS below (metrics as a JSON "
        "string), samples with SAMPLE_COLUMNS, the plan in PLAN_FORMAT 1",
+    2: "as 1, but a kernel row's mpi is the MPI's key '<implementation>-<version>' "
+       "(openmpi-4.1.8; it was the implementation alone), so that rows of several MPIs in "
+       "one campaign ([measure] mpi) differ in one column; provenance.json adds mpis (key "
+       "-> that MPI's description and kernel) for such campaigns; the plan in PLAN_FORMAT "
+       "2. Version 1 folders are read as they are (mpi_implementation reads both).",
 }
+READABLE_FORMATS: Final = (1, 2)
 
 # Column name -> DuckDB type. Order is the order of columns in exports.
 COLUMNS: Final[dict[str, str]] = {
@@ -49,7 +56,8 @@ COLUMNS: Final[dict[str, str]] = {
     "median_us": "DOUBLE",
     "bandwidth_mbs": "DOUBLE",  # point-to-point bandwidth (MB/s, OSU's 1e6); NULL otherwise
     "metrics": "VARCHAR",  # JSON object of further figures: tail percentiles (p50_us, p99_us),
-    # non-blocking overlap (overall_us, compute_us, pure_us, overlap_pct, ...), IMB's mbytes_s
+    # non-blocking overlap (overall_us, compute_us, pure_us, overlap_pct, ...), IMB's mbytes_s,
+    # completion time (completion_us, completion_ci, sync_error_us, ...), precision reached
     "validated": "BOOLEAN",
     "status": "VARCHAR",  # ok | invalid | failed | timeout | skipped
     "error": "VARCHAR",
@@ -68,6 +76,25 @@ SAMPLE_COLUMNS: Final[dict[str, str]] = {
     "iteration": "INTEGER",
     "sample_us": "DOUBLE",  # this iteration's time averaged over ranks
 }
+
+
+def mpi_key(implementation: str, version: str) -> str:
+    """The name of one MPI in rows, plans and folders: `openmpi-4.1.8`."""
+    return f"{implementation}-{version}"
+
+
+def mpi_implementation(mpi: str) -> str:
+    """The implementation in a row's mpi column: `openmpi-4.1.8` (format 2) or `openmpi`
+    (format 1, ingested rows) -> `openmpi`."""
+    return mpi.split("-", 1)[0]
+
+
+def ranks_per_node(nprocs: int, nodes: int, ppn: int | None = None) -> int:
+    """The `ppn` column: the launch's ranks per node when it asked for some ([measure] ppn;
+    never more than its ranks), else its ranks spread evenly over the nodes it used."""
+    if ppn:
+        return min(ppn, nprocs)
+    return max(1, nprocs // max(nodes, 1))
 
 
 def make_row(**fields: Any) -> dict[str, Any]:

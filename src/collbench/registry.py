@@ -21,6 +21,7 @@ BUILTIN: Final[dict[str, str]] = {
     "slurm": "collbench.launch.slurm.backend:SlurmBackend",
     "simgrid": "collbench.launch.simgrid:SimgridBackend",
     "fake": "collbench.launch.fake:FakeBackend",  # a Python stand-in kernel, for tests
+    "hosts": "collbench.launch.hosts:HostsBackend",  # mpirun --hostfile over ssh
 }
 _added: dict[str, type[Any]] = {}
 

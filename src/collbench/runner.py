@@ -6,7 +6,7 @@ import json
 import shutil
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,7 +20,7 @@ from collbench.launch.base import Backend, LaunchBackend, LaunchOutcome, call_fo
 from collbench.launch.batch import BatchBackend, Done
 from collbench.plan import Launch, Plan, Point
 from collbench.progress import Progress
-from collbench.records import make_row
+from collbench.records import make_row, ranks_per_node
 from collbench.store import Store
 
 ERROR_TAIL = 600  # characters of stderr kept in each failed row
@@ -30,8 +30,17 @@ ERROR_TAIL = 600  # characters of stderr kept in each failed row
 class RowContext:
     campaign: str
     backend: str
-    mpi: str
+    mpi: str  # the row's mpi column: the MPI's key, openmpi-5.0.11 (records format 2)
     mpi_version: str
+    # [measure] mpi: a launch's MPI key -> its (mpi, mpi_version) columns
+    per_mpi: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def of(self, launch: Launch) -> RowContext:
+        """The context of this launch's rows: its own MPI's columns."""
+        if launch.mpi is None or launch.mpi not in self.per_mpi:
+            return self
+        mpi, version = self.per_mpi[launch.mpi]
+        return replace(self, mpi=mpi, mpi_version=version)
 
 
 @dataclass
@@ -42,6 +51,23 @@ class Summary:
     points: dict[str, int] = field(default_factory=dict)
     interrupted: bool = False
     lost: dict[str, int] = field(default_factory=dict)  # launches a scheduler killed, by state
+
+    def words(self) -> str:
+        """'12 launches ok, 1 failed (3 already stored); points: 470 ok, 10 timeout'."""
+        ran = sum(self.by_status.values())
+        if not ran:
+            many = f"all {self.launches} launches" if self.launches > 1 else "its 1 launch"
+            return (f"nothing to do: {many} already stored"
+                    if self.launches else "nothing to do: no launch planned")
+        ok = self.by_status.get("ok", 0)
+        counts = [f"{ok} launch{'es' if ok != 1 else ''} ok"]
+        counts += [f"{n} {s}" for s, n in sorted(self.by_status.items()) if s != "ok"] or [
+            "0 failed"]
+        stored = f" ({self.skipped} already stored)" if self.skipped else ""
+        points = ", ".join(f"{n} {s}" for s, n in sorted(self.points.items(),
+                                                          key=lambda kv: kv[0] != "ok"))
+        end = "; interrupted" if self.interrupted else ""
+        return f"{', '.join(counts)}{stored}; points: {points or 'none'}{end}"
 
 
 class _Interrupt:
@@ -96,9 +122,18 @@ def launch_params(launch: Launch) -> str:
 KERNEL_METRICS = ("implementation", "resolved_algorithm", "resolved_algorithm_id")
 
 
+# Figures of [measure] timing = "completion" (docs/statistics.md, "Completion time"): the
+# median completion time, its 95% interval [low, high], iterations with a late rank, the
+# rank-averaged call time of the synchronised loop and the clock synchronisation error.
+# [measure] precision: the relative half-width of the median's 95% CI reached.
+TIMING_METRICS = ("completion_us", "completion_ci", "completion_late", "synced_avg_us",
+                  "sync_error_us", "precision")
+
+
 def kernel_metrics(got: dict[str, Any]) -> str | None:
     """The metrics JSON of one kernel output line (None when it has none of the keys)."""
     metrics = {k: got[k] for k in KERNEL_METRICS if k in got}
+    metrics.update({k: got[k] for k in TIMING_METRICS if got.get(k) is not None})
     return json.dumps(metrics, sort_keys=True) if metrics else None
 
 
@@ -136,6 +171,7 @@ def build_rows(
     nodes: int,
 ) -> list[dict[str, Any]]:
     """One tidy row per planned point: measured, or marked with why it was not."""
+    ctx = ctx.of(launch)
     params = launch_params(launch)
     rows = []
     for index, point in enumerate(launch.points):
@@ -160,7 +196,7 @@ def build_rows(
             collective=point.collective, algorithm=point.algorithm,
             algorithm_id=point.algorithm_id, segsize=point.segsize, fanout=point.fanout,
             selection=launch.selection, params=params, nprocs=launch.nprocs, nodes=nodes,
-            ppn=max(1, launch.nprocs // max(nodes, 1)), mapping=launch.mapping,
+            ppn=ranks_per_node(launch.nprocs, nodes, launch.ppn), mapping=launch.mapping,
             binding=launch.binding, size_bytes=point.size_bytes,
             iterations=got.get("iterations", point.iterations),
             warmup=got.get("warmup", point.warmup),
@@ -182,6 +218,7 @@ def program_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: RowCo
     with its output's tail and no number; one that reports `"valid": false` is invalid."""
     prog = launch.program
     assert prog is not None
+    ctx = ctx.of(launch)
     point = launch.points[0]
     metrics, why = programs.parse_metrics(stdout, dict(prog.metrics))
     avg: float | None = None
@@ -210,7 +247,8 @@ def program_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: RowCo
         backend=ctx.backend, source="program", mpi=ctx.mpi, mpi_version=ctx.mpi_version,
         collective=prog.name, algorithm=point.algorithm, algorithm_id=None, segsize=0,
         fanout=0, selection=launch.selection, params=json.dumps(params, sort_keys=True),
-        nprocs=launch.nprocs, nodes=nodes, ppn=max(1, launch.nprocs // max(nodes, 1)),
+        nprocs=launch.nprocs, nodes=nodes,
+        ppn=ranks_per_node(launch.nprocs, nodes, launch.ppn),
         mapping=launch.mapping, binding=launch.binding,
         size_bytes=int(size) if size is not None else point.size_bytes,
         iterations=int(number(got, "iterations") or point.iterations),
@@ -256,7 +294,19 @@ def run_campaign(
                if any(la.launch_id == lid for la in todo)}
     summary = Summary(launches=len(plan.launches), skipped=len(plan.launches) - len(todo))
     estimates = {la.launch_id: replace(plan, launches=(la,)).estimate_seconds() for la in todo}
-    progress = Progress(len(todo), sum(estimates.values()), progress_stream)
+    if not isinstance(backend, (BatchBackend, LaunchBackend)):
+        raise TypeError(f"backend {backend.name!r} is neither a launch nor a batch backend")
+    with Progress(len(todo), sum(estimates.values()), progress_stream) as progress:
+        _run_todo(store, todo, backend, kernel, ctx, debug, wrapper, summary, progress,
+                  estimates, damaged)
+        progress.close(summary.words() if todo else "")
+    return summary
+
+
+def _run_todo(store: Store, todo: list[Launch], backend: Backend, kernel: Path,
+              ctx: RowContext, debug: tuple[str, ...], wrapper: tuple[str, ...],
+              summary: Summary, progress: Progress, estimates: dict[str, float],
+              damaged: dict[str, str]) -> None:
     for lid, why in sorted(damaged.items()):
         progress.note(f"{lid}: its stored rows are damaged ({why}); measuring it again")
     intr = _Interrupt()
@@ -265,9 +315,8 @@ def run_campaign(
             with _signals(intr):
                 _run_batch(store, todo, backend, kernel, ctx, debug, summary, progress,
                            estimates, intr)
-        return summary
-    if not isinstance(backend, LaunchBackend):
-        raise TypeError(f"backend {backend.name!r} is neither a launch nor a batch backend")
+        return
+    assert isinstance(backend, LaunchBackend)
     with _signals(intr):
         for launch in todo:
             work = store.work_dir(launch.launch_id)
@@ -276,6 +325,8 @@ def run_campaign(
             work.mkdir(parents=True)
             call = call_for(launch, kernel, work, debug, wrapper)
             call.prepare(launch)
+            progress.begin(f"{launch.launch_id} np={launch.nprocs} {launch.mapping}",
+                           estimates[launch.launch_id])
             outcome = backend.run(launch, call, intr)
             if outcome.status == "interrupted" or intr.flag:
                 summary.interrupted = True
@@ -283,8 +334,8 @@ def run_campaign(
                               "finished launches are stored; rerun with --resume")
                 break
             ok = _record(store, launch, outcome, ctx, backend.nodes(launch), summary)
-            progress.update(estimates[launch.launch_id], _message(launch, outcome, ok))
-    return summary
+            progress.update(estimates[launch.launch_id], _message(launch, outcome, ok),
+                            outcome.status == "ok")
 
 
 def _record(store: Store, launch: Launch, outcome: LaunchOutcome, ctx: RowContext, nodes: int,
@@ -336,11 +387,13 @@ def _run_batch(store: Store, todo: list[Launch], backend: BatchBackend,
                              report.meta)
                 backend.stored(launch, report.outcome.status)
                 msg = _message(launch, report.outcome, ok)
+                good = report.outcome.status == "ok"
             else:
                 summary.lost[report.state] = summary.lost.get(report.state, 0) + 1
                 summary.by_status["lost"] = summary.by_status.get("lost", 0) + 1
                 msg = f"{launch.launch_id}: lost — {report.detail}; --resume runs it again"
-            progress.update(estimates[launch.launch_id], msg)
+                good = False
+            progress.update(estimates[launch.launch_id], msg, good)
         if intr.flag:
             summary.interrupted = True
             try:

@@ -35,7 +35,7 @@ from typing import Any
 import duckdb
 
 from collbench.errors import UserError
-from collbench.records import COLUMNS, FORMAT_VERSION, SAMPLE_COLUMNS
+from collbench.records import COLUMNS, FORMAT_VERSION, READABLE_FORMATS, SAMPLE_COLUMNS
 from collbench.version import __version__
 
 
@@ -71,9 +71,12 @@ def _duck_columns(columns: dict[str, str]) -> str:
 
 
 class Store:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, only_mpi: str | None = None) -> None:
         self.root = root
         self.last_damage: dict[str, str] = {}
+        # a reader of one MPI's rows in a campaign of several ([measure] mpi): the
+        # measurements view holds only the rows whose mpi column is this key
+        self.only_mpi = only_mpi
 
     # --- creation and opening -------------------------------------------------------
     @property
@@ -169,10 +172,10 @@ class Store:
             raise UserError(f"{path}: unreadable: {e}") from None
         if not isinstance(data, dict):
             raise UserError(f"{path}: expected a JSON object")
-        if what == "campaign.json" and data.get("format_version") != FORMAT_VERSION:
+        if what == "campaign.json" and data.get("format_version") not in READABLE_FORMATS:
             raise UserError(
                 f"{path}: format_version {data.get('format_version')!r} is not supported; "
-                f"valid: {FORMAT_VERSION}"
+                f"valid: {', '.join(map(str, READABLE_FORMATS))}"
             )
         return data
 
@@ -286,10 +289,12 @@ class Store:
         con = duckdb.connect()
         root = _glob_safe(self.root)
         if self.launch_files():
+            only = "" if self.only_mpi is None else \
+                f" WHERE mpi = '{self.only_mpi.replace(chr(39), chr(39) * 2)}'"
             con.execute(
                 "CREATE VIEW measurements AS SELECT * FROM read_json("
                 f"'{_literal(root)}/launches/*.jsonl', format='newline_delimited', "
-                f"columns={_duck_columns(COLUMNS)})"
+                f"columns={_duck_columns(COLUMNS)}){only}"
             )
         else:
             cols = ", ".join(f'"{k}" {v}' for k, v in COLUMNS.items())

@@ -37,12 +37,25 @@ def _is_num(v: Any) -> bool:
     return v is None or (isinstance(v, int | float) and not isinstance(v, bool))
 
 
+def csv_cell(v: Any) -> str:
+    """A CSV cell as every command writes it, the same as `collbench export` (DuckDB):
+    empty when missing, true/false, numbers in full (shortest round-trip) precision."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else "inf" if v == math.inf else \
+            "-inf" if v == -math.inf else repr(v)
+    return str(v)
+
+
 def csv_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({c: "" if r.get(c) is None else r.get(c) for c in columns})
+        w.writerow({c: csv_cell(r.get(c)) for c in columns})
     return buf.getvalue().rstrip("\n")
 
 

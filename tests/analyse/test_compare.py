@@ -188,14 +188,16 @@ def test_other_statistic_and_filters(tmp_path: Path) -> None:
 def test_markdown_csv_json(tmp_path: Path) -> None:
     c = compare(make_store(tmp_path, two_algorithms(BASE_5, FAST_5)))
     md = render(c, "markdown")
-    assert "| size | algorithm | n | avg_us | CI | ratio | ratio CI | p | verdict |" in md
+    assert ("| size | algorithm | n | median_avg_us | CI | ratio | effect | p | verdict |"
+            in md)
     assert "|---|" in md
     assert "| 1K | binomial | 5 | 5.50 | [5.00, 6.00]† | 0.5 |" in md
-    assert "faster |" in md
+    assert "| 2.00 ± 0.30 × faster than default |" in md and "faster |" in md
     rows = list(csv.DictReader(io.StringIO(render(c, "csv"))))
-    assert [(r["algorithm"], r["value"], r["is_best"]) for r in rows] == [
-        ("default", "11.0", "False"), ("binomial", "5.5", "True")]
-    assert rows[1]["significant"] == "True" and float(rows[1]["p_value"]) < 0.01
+    assert [(r["algorithm"], r["median_avg_us"], r["is_best"]) for r in rows] == [
+        ("default", "11.0", "false"), ("binomial", "5.5", "true")]
+    assert rows[1]["effect"] == "2.00 ± 0.30 × faster than default"
+    assert rows[1]["significant"] == "true" and float(rows[1]["p_value"]) < 0.01
     data = json.loads(render(c, "json"))
     assert data["stat"] == "avg_us" and data["method"]["test"].startswith("exact")
     assert data["best"][0]["key"]["size_bytes"] == 1024
@@ -272,7 +274,8 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = make_store(tmp_path, two_algorithms(BASE_5, FAST_5, size=64))
     code, out, _ = run_cli(["compare", str(store.root), "--stat", "median"], capsys)
     assert code == 0
-    assert out.startswith("# statistic: median_us per repetition")
+    assert out.startswith("# median_median_us = median over the ok repetitions (launches) "
+                          "of median_us (the median over the timed iterations")
     assert "winners: 64 binomial" in out
     code, out, err = run_cli(["compare", str(store.root), "--format", "csv"], capsys)
     assert out.splitlines()[0].startswith("collective,nprocs,") and err == ""
@@ -280,7 +283,33 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(["compare", str(single.root), "--format", "csv"], capsys)
     assert len(out.splitlines()) == 3  # header + 2 points: notices go to stderr
     assert "collbench: 1 repetition: no confidence intervals" in err
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(UserError, match=r"--stat 'mean' is not valid; valid: avg, median, "
+                                        r"min, max, completion, overall"):
         run_cli(["compare", str(store.root), "--stat", "mean"], capsys)
-    assert exc.value.code == 2
-    assert "invalid choice: 'mean'" in capsys.readouterr().err
+
+
+def test_warnings_are_one_line_each_worst_first_and_all_on_request(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 3 repetitions on 1 core (oversubscribed, too few repetitions), a baseline missing at
+    # 512, failed points, repetitions 100× apart, and few timed iterations: one line each.
+    rows = []
+    for n in (2, 4):
+        for size in (64, 128, 256, 512):
+            rows += [row(i, "binomial", size, v, nprocs=n, iterations=5)
+                     for i, v in enumerate((1.0, 10.0, 100.0))]
+            rows += [row(3, "binomial", size, 1.0, nprocs=n, status="failed")]
+            if size < 512:
+                rows += [row(i, "default", size, v, nprocs=n)
+                         for i, v in enumerate(BASE_5[:3])]
+    store = make_store(tmp_path, rows, cores=1)
+    every = compare(store).warnings
+    assert len(every) > 5
+    _, out, _ = run_cli(["compare", str(store.root)], capsys)
+    shown = out.split("warnings:\n", 1)[1].splitlines()
+    assert len(shown) == 6 and shown[-1].strip() == (f"{len(every) - 5} more warnings; --all "
+                                                     "shows every one")
+    assert all(";" in ln and "\n" not in ln for ln in shown[:5])
+    _, out, _ = run_cli(["compare", str(store.root), "--all"], capsys)
+    assert len(out.split("warnings:\n", 1)[1].splitlines()) == len(every)
+    _, _, err = run_cli(["compare", str(store.root), "--format", "csv"], capsys)
+    assert err.count("collbench: warning: ") == 5 and "--all shows every one" in err

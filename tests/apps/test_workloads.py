@@ -208,7 +208,7 @@ def test_program_rows_with_the_fake_backend(tmp_path: Path,
     assert prov["program"]["name"] == "prog.py" and "kernel" not in prov
     capsys.readouterr()
     assert main(["run", str(spec), "-o", str(out), "--resume"]) == 0
-    assert "2 launches (2 already stored)" in capsys.readouterr().out
+    assert "nothing to do: all 2 launches already stored" in capsys.readouterr().out
     assert main(["show", str(out), "--format", "csv"]) == 0
     assert "prog.py" in capsys.readouterr().out
 

@@ -48,6 +48,9 @@ srun_mpi = "pmix"
 
 [run.simgrid]
 platform = "{platform}"
+
+[run.hosts]
+hosts = ["localhost:2"]  # mpirun starts ranks here without ssh: no emulated hosts needed
 """
 
 POINTS = (Point("bcast", "default", 0, 0, 0, 8, 5, 1),

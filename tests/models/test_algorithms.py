@@ -67,7 +67,8 @@ def one_socket(p: int) -> Topology:
     ("gather", "binomial", 8, 1000, t(1000) + t(2000) + t(4000), "max"),
     # sync + first segment per peer, then the root's waitall completes the P-1 zero-byte
     # second segments one after another (each receive occupies the root's port α)
-    ("gather", "linear_sync", 4, 1000, 3 * (t(0) + t(1000)) + 3 * t(0), "max"),
+    # the root irecvs each rank's rest (here 0 B) ahead: only the last one is waited for
+    ("gather", "linear_sync", 4, 1000, 3 * (t(0) + t(1000)) + t(0), "max"),
     ("scatter", "basic_linear", 5, 1000, 4 * t(1000), "max"),
     ("scatter", "binomial", 8, 1000, t(4000) + t(2000) + t(1000), "max"),
     ("reduce", "linear", 5, 1000, 4 * t(1000), "max"),

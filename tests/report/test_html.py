@@ -86,11 +86,11 @@ def test_tables_for_papers(report: Written) -> None:
     rows = list(csv.DictReader((folder / "bcast_np2_map-core_bind-core.csv").open()))
     assert len(rows) == 3 * len(SIZES)
     first = rows[0]
-    assert {"avg_us", "min_us", "max_us", "ratio", "ratio_ci_low", "significant", "fastest",
-            "p99_us"} <= set(first)
+    assert {"median_avg_us", "min_min_us", "max_max_us", "ratio", "ratio_ci_low", "effect",
+            "significant", "fastest", "p99_us"} <= set(first)
     assert [r["algorithm"] for r in rows[:3]] == ["default", "binomial", "pipeline"]
     md = (folder / "bcast_np2_map-core_bind-core.md").read_text()
-    assert "| size | algorithm | n | avg_us |" in md and "| * |" in md and "fastest" in md
+    assert "| size | algorithm | n | median_avg_us |" in md and "| * |" in md and "fastest" in md
     assert "Recommended: " in md
 
 
@@ -114,12 +114,13 @@ def test_table_cells_and_figure_captions_are_escaped(tmp_path: Path) -> None:
     assert "<script>" not in fig and "&quot;&gt;&lt;script&gt;" in fig
 
 
-def test_one_repetition_skips_boxplots_and_says_why(tmp_path: Path) -> None:
+def test_one_repetition_skips_the_spread_figure_and_says_why(tmp_path: Path) -> None:
     w = build_report(make_results(tmp_path / "res", repetitions=1, nprocs=(2,)),
                      tmp_path / "out", Options())
     text = w.index.read_text()
     assert not [p for p in w.figures if "repetitions" in p.name]
-    assert "One repetition: no boxplots" in text and "Single repetition" in text
+    assert "One repetition: no spread across repetitions" in text
+    assert "Single repetition" in text
     assert "1 repetition" in text  # the heat map's caption
 
 
@@ -206,3 +207,28 @@ def test_a_collective_that_only_failed_is_named_beside_the_others(tmp_path: Path
     assert "<h2>bcast</h2>" in text and "bcast np=2" in text
     only = build_report(res, tmp_path / "out", Options(collective="bcast")).index.read_text()
     assert "allgather" not in only
+
+
+def test_warnings_worst_first_the_rest_folded(tmp_path: Path) -> None:
+    from collbench.report.html import WARNINGS_SHOWN, Page, WarningItem, page
+
+    items = tuple(WarningItem(f"block {i}", f"problem {i}", "advice") for i in range(8))
+    text = page(Page("t", (), (), warnings=items))
+    section = text[text.index('id="warnings"'):text.index('id="provenance"')]
+    shown, folded = section.split("<details>")
+    assert shown.count('<li class="warn">') == WARNINGS_SHOWN and "block 0" in shown
+    assert f"{8 - WARNINGS_SHOWN} more warnings" in folded and "block 7" in folded
+
+
+def test_scaling_boundaries_come_from_the_machine_that_ran() -> None:
+    from collbench.report.build import _machine
+    from collbench.report.scaling import Machine
+    from tests.simgrid_support import SMALL
+
+    assert _machine({"cores": 64, "sockets": 2}) == Machine(64, 2)
+    assert _machine({"cores": "many"}) == Machine(None, None)
+    # A simulation: the platform's nodes (2 sockets x 2 cores), not the simulating host's.
+    assert _machine({"cores": 2, "sockets": 1, "simgrid": {"platform_toml": SMALL}}) == \
+        Machine(4, 2)
+    assert _machine({"cores": 2, "simgrid": {"platform_toml": "not = [toml"}}) == \
+        Machine(None, None)

@@ -46,7 +46,8 @@ def truth(alg: str, size: int) -> float:
 
 def write_campaign(root: Path, reps: int = 8, noise: float = 0.03, seed: int = 1,
                    model: Callable[[str, int], float] = truth,
-                   contexts: tuple[tuple[str, int], ...] = (("bcast", 4),)) -> Store:
+                   contexts: tuple[tuple[str, int], ...] = (("bcast", 4),),
+                   backend: str = "synthetic") -> Store:
     """A stored exhaustive campaign: every algorithm × size × repetition, lognormal noise."""
     rng = random.Random(seed)
     store = Store(root)
@@ -62,7 +63,7 @@ def write_campaign(root: Path, reps: int = 8, noise: float = 0.03, seed: int = 1
                     v = model(alg, size) * math.exp(rng.gauss(0, noise))
                     rows.append(make_row(
                         campaign="synthetic", launch_id=lid, repetition=rep,
-                        backend="synthetic", source="kernel", mpi="openmpi",
+                        backend=backend, source="kernel", mpi="openmpi",
                         mpi_version="5.0.11", collective=coll, algorithm=alg,
                         algorithm_id=ident, segsize=0, fanout=0, selection="mpit",
                         params=json.dumps({"env": {}, "mca": {}, "swept": {}}),

@@ -1,22 +1,22 @@
 """An MPICH csel JSON file that the real MPICH (PyPI `mpich` wheel) accepts and that switches
 an algorithm. MPICH lives in its own prefix so that its mpicc never shadows Open MPI's:
-$COLLBENCH_MPICH, else <repo>/.venv-mpich, else a venv created in collbench's cache."""
+$COLLBENCH_MPICH, else the private prefix `collbench mpi install` made (tests.backend_support
+.private_mpi, which installs it when missing)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from collbench.buildcache import default_cache_dir
 from collbench.catalog.mpi import find_mpi
 from collbench.cli import main
 from collbench.kernel.build import build_kernel
 from collbench.tune.mpich import activation, builtin_table
+from tests.backend_support import private_mpi
 from tests.tune.fakedata import write_store
 
 pytestmark = pytest.mark.mpi
@@ -24,26 +24,12 @@ pytestmark = pytest.mark.mpi
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _install(venv: Path) -> None:
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "mpich"], check=True,
-                   capture_output=True, timeout=600)
-
-
 @pytest.fixture(scope="session")
 def mpich_prefix() -> Path:
-    for candidate in (os.environ.get("COLLBENCH_MPICH"), REPO / ".venv-mpich"):
-        if candidate and (Path(candidate) / "bin" / "mpichversion").exists():
-            return Path(candidate)
-    venv = default_cache_dir() / "mpich-venv"
-    if not (venv / "bin" / "mpichversion").exists():
-        try:
-            _install(venv)
-        except (OSError, subprocess.SubprocessError) as e:
-            if os.environ.get("CI"):
-                pytest.fail(f"cannot install the mpich wheel into {venv}: {e}")
-            pytest.skip(f"no MPICH: pip install mpich into {venv} failed: {e}")
-    return venv
+    candidate = os.environ.get("COLLBENCH_MPICH")
+    if candidate and (Path(candidate) / "bin" / "mpichversion").exists():
+        return Path(candidate)
+    return private_mpi("mpich")
 
 
 def timing(coll: str, alg: str, size: int, nprocs: int) -> float:

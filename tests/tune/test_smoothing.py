@@ -70,3 +70,17 @@ def test_non_blocking_collectives_are_left_out_with_a_note(tmp_path: Path) -> No
     sel = select(Store(tmp_path / "res"))
     assert {c for c, _ in sel.tables} == {"bcast"}
     assert any(n.startswith("ibcast: non-blocking") for n in sel.notes)
+
+
+def test_noisy_timings_are_named_in_the_evidence(tmp_path: Path) -> None:
+    """Repetitions 30 % apart: tune says its choices rest on noisy timings, in its output
+    and in the rules header; the same data without noise says nothing of the kind."""
+    for name, noise in (("noisy", 0.3), ("calm", 0.002)):
+        write_store(tmp_path / name, mpi="openmpi", version="5.0.11", collectives=["bcast"],
+                    algorithms=[("default", 0), ("binomial", 6)], sizes=[1, 1024],
+                    nprocs=[2], repetitions=8, timing=_flipping, noise=noise)
+        rules = tmp_path / f"{name}.rules"
+        assert main(["tune", str(tmp_path / name), "-o", str(rules)]) == 0
+        head = [ln for ln in rules.read_text().splitlines() if ln.startswith("#")]
+        noisy = [h for h in head if "evidence: noisy timings" in h]
+        assert bool(noisy) == (name == "noisy"), head

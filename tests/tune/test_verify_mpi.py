@@ -83,7 +83,7 @@ def test_verify_by_timing_says_which_method_it_used(
     assert len(_rows(out)) >= 3
 
 
-def test_validate_prints_a_speedup_table_with_intervals(
+def test_validate_prints_effects_with_intervals(
         tuned: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "ab"
     code = main(["tune", "validate", str(tuned), "-n", "2", "--repetitions", "3",
@@ -93,8 +93,10 @@ def test_validate_prints_a_speedup_table_with_intervals(
     assert ("REGRESSION" in text) == (code == 1)
     lines = [x.split() for x in text.splitlines() if x.startswith("bcast")]
     assert [(x[1], x[2], x[3]) for x in lines] == [("2", "1K", "switch"), ("2", "16K", "switch")]
-    assert all(x[7].startswith("[") for x in lines)  # CI of the speed-up
-    assert "geometric mean speedup" in text
+    # the effect in compare's words, with its interval
+    assert all(" × faster than default" in " ".join(x) or " × slower than default"
+               in " ".join(x) for x in lines)
+    assert "tuned, all sizes: " in text and "(geometric mean of 2 sizes)" in text
     # an ordinary results folder: default and tuned arms, 3 launches each
     con = Store(out_dir).connect()
     arms = con.execute("SELECT algorithm, count(DISTINCT launch_id) FROM measurements "

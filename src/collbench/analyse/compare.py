@@ -1,8 +1,10 @@
 """`collbench compare`: every algorithm against a baseline, with statistics over repetitions.
 
 A point is (collective, nprocs, nodes, ppn, mapping, binding, params, algorithm, segsize,
-fanout, size). Its value is the median over ok repetitions of one statistic column; the
-baseline is compared within the same context and size. Methods: docs/statistics.md.
+fanout, size). Its value is the median over ok repetitions of one figure (`median_avg_us`,
+analyse/columns.py); the baseline is compared within the same context and size. The
+variants are the algorithms, or the values of another column (analyse/dimensions.py,
+`--baseline COLUMN=VALUE`). Methods: docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -13,23 +15,17 @@ from dataclasses import asdict, dataclass
 from itertools import groupby
 from typing import Any, Final
 
-from collbench.analyse import nonblocking, stability
+from collbench.analyse import columns, dimensions, nonblocking, stability
+from collbench.analyse.rows import COMPARE_STATS as COMPARE_STATS
+from collbench.analyse.rows import STATS as STATS
+from collbench.analyse.rows import context_params as context_params
+from collbench.analyse.rows import fetch, stat_column
 from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median, median_ci, shift_ci
-from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
-from collbench.errors import UserError, choice_error, did_you_mean
+from collbench.errors import UserError, did_you_mean
 from collbench.store import Store
 
-STATS: Final = {"avg": "avg_us", "median": "median_us", "min": "min_us", "max": "max_us"}
-# `compare --stat` also takes the non-blocking figures (from metrics; docs/statistics.md).
-COMPARE_STATS: Final = {**STATS, **nonblocking.METRIC_STATS}
 KEY_FIELDS: Final = ("collective", "nprocs", "nodes", "ppn", "mapping", "binding", "params",
                      "size_bytes")
-_ROW_COLUMNS: Final = ("collective", "nprocs", "nodes", "ppn", "mapping", "binding", "params",
-                       "algorithm", "segsize", "fanout", "size_bytes", "repetition",
-                       "launch_id", "iterations", "status", "avg_us", "min_us", "max_us",
-                       "median_us", "error", "metrics")
-# Launch parameters that only force the algorithm (the algorithm columns already say which):
-# dropped from `params` so that forced launches and the default share one context.
 
 Context = tuple[str, int, int | None, int | None, str | None, str | None, str | None]
 SizeKey = tuple[str, int, int | None, int | None, str | None, str | None, str | None, int]
@@ -116,8 +112,8 @@ StabilityWarning = stability.StabilityWarning
 
 @dataclass(frozen=True)
 class Comparison:
-    stat: str  # the column compared: avg_us, median_us, min_us or max_us
-    baseline: str
+    stat: str  # the figure compared: avg_us, median_us, min_us, max_us, completion_us, ...
+    baseline: str  # the variant compared against (an algorithm label, or a column's value)
     confidence: float
     repetitions: int  # max ok repetitions seen
     points: tuple[PointStat, ...]
@@ -129,17 +125,32 @@ class Comparison:
     # "ratio" (value / baseline, < 1 better) or, for overlap_pct, "difference" (value -
     # baseline in percentage points, > 0 better); RatioStat.ratio holds that effect.
     effect: str = "ratio"
+    column: str = dimensions.ALGORITHM  # the column whose values are the variants
+
+    @property
+    def value_name(self) -> str:
+        """The name of a point's value: 'median_avg_us' (columns.point_column)."""
+        return columns.point_column("median", self.stat)
+
+    @property
+    def baseline_text(self) -> str:
+        """'default', or 'btl=self,vader' when another column holds the variants."""
+        return dimensions.Baseline(self.column, self.baseline).text
 
     def to_json(self) -> dict[str, Any]:
         def point(p: PointStat) -> dict[str, Any]:
             return dict(asdict(p), label=p.label, values=list(p.values))
 
         return {
-            "stat": self.stat, "effect": self.effect, "baseline": self.baseline,
+            "stat": self.stat, "value": self.value_name, "effect": self.effect,
+            "column": self.column, "baseline": self.baseline,
             "confidence": self.confidence,
             "repetitions": self.repetitions, "notice": self.notice, "method": METHOD,
             "points": [point(p) for p in self.points],
-            "ratios": [dict(asdict(r), point=point(r.point), baseline=point(r.baseline))
+            "ratios": [dict(asdict(r), point=point(r.point), baseline=point(r.baseline),
+                            effect=columns.effect_text(
+                                r.ratio, r.ci_low, r.ci_high, self.baseline_text,
+                                self.effect == "difference"))
                        for r in self.ratios],
             "best": [dict(asdict(b), key=dict(zip(KEY_FIELDS, b.key, strict=True)),
                           winner=point(b.winner)) for b in self.best],
@@ -153,11 +164,13 @@ METHOD: Final = {
     "value_ci": "distribution-free order-statistic interval for the median (binomial)",
     "ratio": "value / baseline value",
     "ratio_ci": "Hodges-Lehmann / Moses interval on log times (exact)",
+    "effect": "the ratio in hyperfine's words: '1.53 ± 0.05 × faster than default'",
     "test": "exact two-sided Mann-Whitney U (permutation distribution with ties)",
-    "multiple_comparisons": "Holm within each size (all algorithms against the baseline)",
+    "multiple_comparisons": "Holm within each size (every variant against the baseline)",
     "significant": "Holm-adjusted p < 1 - confidence and the ratio CI excludes 1",
-    "recommended": "fastest algorithm significantly faster than the baseline, else the "
-                   "baseline; with a single repetition, the fastest (untested)",
+    "recommended": "fastest variant (algorithm, or value of the --baseline column) "
+                   "significantly faster than the baseline, else the baseline; with a "
+                   "single repetition, the fastest (untested)",
 }
 
 
@@ -175,6 +188,13 @@ def block_title(collective: str, nprocs: int, nodes: int | None, ppn: int | None
         parts.append(f"nodes={nodes} ppn={ppn}")
     parts += [f"map-by={mapping}"] if mapping else []
     parts += [f"bind-to={binding}"] if binding else []
+    try:
+        data = json.loads(params) if params else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict):  # what --baseline COLUMN=VALUE moved into the context
+        parts += [f"{k}={data.pop(k)}" for k in ("mpi", "algorithm") if k in data]
+        params = json.dumps(data, sort_keys=True) if data else None
     parts += [f"params={params}"] if params else []
     return " ".join(parts)
 
@@ -182,14 +202,14 @@ def block_title(collective: str, nprocs: int, nodes: int | None, ppn: int | None
 def compare(store: Store, baseline: str = "default", stat: str = "avg",
             collective: str | None = None, nprocs: int | None = None,
             confidence: float = 0.95) -> Comparison:
-    if stat not in COMPARE_STATS:
-        raise choice_error("collbench compare", "--stat", stat, COMPARE_STATS)
     if not 0 < confidence < 1:
         raise UserError(f"collbench compare: --confidence {confidence:g} is not valid; "
                         "valid: a number between 0 and 1, such as 0.95")
-    column = COMPARE_STATS[stat]
+    fetched = fetch(store, collective, nprocs)
+    column = stat_column(stat, fetched)
     difference = stat in nonblocking.DIFFERENCE_STATS
-    groups = _group(_fetch(store, collective, nprocs))
+    chosen = dimensions.resolve(baseline, fetched)
+    groups = _group(dimensions.rewrite(fetched, chosen, _row_label))
     points = [p for key, rows in groups.items()
               if (p := _point(key, rows, column, confidence)) is not None]
     if not points:
@@ -198,7 +218,8 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
                 "have it)" if stat in nonblocking.METRIC_STATS else column)
         raise UserError(f"{store.root}: no ok measurements with {what} to compare "
                         f"(statuses present: {', '.join(statuses)}); see collbench show")
-    base = _resolve_baseline(baseline, points)
+    base = (_resolve_baseline(chosen.value, points) if chosen.column == dimensions.ALGORITHM
+            else chosen.value)
     points.sort(key=lambda p: (*_order(p), p.label != base, p.label))
     ratios, missing = _ratios(points, base, confidence, difference)
     best = _best(points, ratios, base, difference)
@@ -213,83 +234,20 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
             f"baseline {base} not measured there: no ratios", "measure the baseline too, or "
             "pick another --baseline"))
     reps = max(p.n for p in points)
-    notice = (stability.REPETITION_NOTICE.format(
-        needed=stability.repetitions_needed(observed, confidence)) if reps == 1 else None)
+    notice = stability.repetition_notice(observed, confidence, reps)
     return Comparison(column, base, confidence, reps, tuple(points), tuple(ratios),
                       tuple(best), tuple(_ranges(best)), tuple(warnings), notice,
-                      "difference" if difference else "ratio")
+                      "difference" if difference else "ratio", chosen.column)
+
+
+def _row_label(row: dict[str, Any]) -> str:
+    return algorithm_label(str(row["algorithm"]), int(row["segsize"] or 0),
+                           int(row["fanout"] or 0))
 
 
 # --- reading --------------------------------------------------------------------------
 PointKey = tuple[str, int, int | None, int | None, str | None, str | None, str | None, str,
                  int, int, int]
-
-
-def _fetch(store: Store, collective: str | None, nprocs: int | None) -> list[dict[str, Any]]:
-    con = store.connect()
-    try:
-        rows = _select(con, collective, nprocs)
-        if not rows:
-            _explain_empty(store, con, collective, nprocs)
-        return rows
-    finally:
-        con.close()
-
-
-def _select(con: Any, collective: str | None, nprocs: int | None) -> list[dict[str, Any]]:
-    clauses, args = [], []
-    for col, val in (("collective", collective), ("nprocs", nprocs)):
-        if val is not None:
-            clauses.append(f"{col} = ?")
-            args.append(val)
-    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    cur = con.execute(f"SELECT {', '.join(_ROW_COLUMNS)} FROM measurements{where}", args)
-    rows = [dict(zip(_ROW_COLUMNS, r, strict=True)) for r in cur.fetchall()]
-    for r in rows:  # the non-blocking figures as columns of their own
-        metrics = nonblocking.parse_metrics(r["metrics"])
-        r.update({col: nonblocking.figure(metrics, col)
-                  for col in (*nonblocking.METRIC_STATS.values(), "overall_us")})
-    return rows
-
-
-def _explain_empty(store: Store, con: Any, collective: str | None, nprocs: int | None) -> None:
-    present = con.execute("SELECT DISTINCT collective, nprocs FROM measurements").fetchall()
-    if not present:
-        raise UserError(f"{store.root}: no measurements stored yet; run `collbench run` "
-                        "(or `--resume` an interrupted campaign) first")
-    colls = sorted({str(c) for c, _ in present})
-    if collective is not None and collective not in colls:
-        raise UserError(f"{store.root}: no measurements of collective {collective!r}; "
-                        f"present: {', '.join(colls)}{did_you_mean(collective, colls)}")
-    counts = sorted({int(n) for c, n in present if collective in (None, c)})
-    raise UserError(f"{store.root}: no measurements with nprocs={nprocs}"
-                    f"{' of ' + collective if collective else ''}; present: "
-                    f"{', '.join(map(str, counts))}")
-
-
-def context_params(params: str | None, metrics: str | None = None) -> str | None:
-    """The params that set a point's context: without forcing keys, with a non-blocking
-    point's settings (test_calls, compute: from `metrics`) under "nonblocking"."""
-    nb = nonblocking.setting(nonblocking.parse_metrics(metrics))
-    if nb:
-        base = context_params(params)
-        data = json.loads(base) if base and base.startswith("{") else {}
-        if base and not data:
-            data = {"params": base}
-        return json.dumps(dict(data, nonblocking=nb), sort_keys=True)
-    if not params:
-        return None
-    try:
-        data = json.loads(params)
-    except ValueError:
-        return params
-    if not isinstance(data, dict):
-        return params
-    mca = {k: v for k, v in (data.get("mca") or {}).items() if not is_forcing_mca(k)}
-    env = {k: v for k, v in (data.get("env") or {}).items() if not is_forcing_env(k)}
-    rest = {k: v for k, v in data.items() if k not in ("mca", "env") and v}
-    kept = dict(rest, **({"mca": mca} if mca else {}), **({"env": env} if env else {}))
-    return json.dumps(kept, sort_keys=True) if kept else None
 
 
 def _group(rows: Sequence[dict[str, Any]]) -> dict[PointKey, list[dict[str, Any]]]:

@@ -286,10 +286,12 @@ class Network:
     overlap: bool
     rendezvous: int | None = None
     matched: bool = False
+    shared: bool = False
+    loop: bool = False  # time as OSU's loop does: from each rank's exit of the barrier
 
     @property
     def sends(self) -> Sends:
-        return Sends(self.overlap, self.rendezvous, self.matched)
+        return Sends(self.overlap, self.rendezvous, self.matched, self.shared)
 
 
 NETWORKS: Final = {
@@ -297,8 +299,8 @@ NETWORKS: Final = {
     # latency; from the sm BTL's eager limit on, a rendezvous
     "mpi": Network("mpi", True, 4096),
     # SimGrid SMPI: both sides matched before any transfer; detached (non-waiting) sends
-    # below smpi/send-is-detached-thresh
-    "smpi": Network("smpi", True, 65536, True),
+    # below smpi/send-is-detached-thresh; concurrent flows share links (models.fluid)
+    "smpi": Network("smpi", True, 65536, True, shared=True, loop=True),
     # whole transfers one after another per rank, Pjesivac-Grbovic-style (γ_k = k)
     "serial": Network("serial", False),
 }
@@ -311,15 +313,42 @@ def network(name: str) -> Network:
     return NETWORKS[name]
 
 
+# Composite algorithms run the communicator's own collectives: what the fixed decision
+# rules pick at the inner message size, unsegmented; a chain gets fanout 1 (a pipeline).
+_COMPOSITES: Final = {("allreduce", "nonoverlapping"): (("reduce", 1), ("bcast", 1)),
+                      ("allgather", "linear"): (("gather", 1), ("bcast", 0))}
+
+
+def inner_algorithms(collective: str, algorithm: str, nprocs: int,
+                     size: int) -> dict[str, str] | None:
+    """The inner algorithms a composite runs under Open MPI's fixed decision rules (the
+    bcast of allgather linear carries all P blocks); None for other algorithms."""
+    parts = _COMPOSITES.get((collective, algorithm))
+    if parts is None or nprocs < 2:
+        return None
+    out = {}
+    for inner, per_rank in parts:
+        name = default_algorithm(inner, nprocs, size if per_rank else size * nprocs)
+        out[inner] = "pipeline" if name == "chain" else name
+    return out
+
+
 def predict_point(model: P2PModel, topo: Topology, collective: str, algorithm: str,
                   size: int, segsize: int = 0, fanout: int = 0,
                   net: Network = NETWORKS[DEFAULT_NETWORK]) -> tuple[float, float, float]:
     """(avg over ranks, min, max) predicted latency in µs."""
-    alg = default_algorithm(collective, topo.nprocs, size) if algorithm == DEFAULT \
-        else algorithm
-    pred = detail(model, topo, collective, alg, size, segsize=segsize,
+    alg = algorithm
+    if algorithm == DEFAULT:  # the rules' choice, run with fanout 0: a chain is a pipeline
+        alg = default_algorithm(collective, topo.nprocs, size)
+        alg = "pipeline" if alg == "chain" and collective in ("bcast", "reduce") else alg
+    # the barrier between iterations: the fixed rules' one, or the barrier being measured
+    barrier = None if not net.loop or topo.nprocs < 2 else alg if collective == "barrier" \
+        else default_algorithm("barrier", topo.nprocs, 0)
+    inner = inner_algorithms(collective, alg, topo.nprocs, size)
+    pred = detail(model, topo, collective, alg, size, segsize=segsize, barrier=barrier,
+                  inner=inner,
                   fanout=fanout or None, radix=fanout or None, overlap=net.overlap,
-                  rendezvous=net.rendezvous, matched=net.matched)
+                  rendezvous=net.rendezvous, matched=net.matched, shared=net.shared)
     return pred.avg_us, pred.min_us, pred.max_us
 
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+from collbench.analyse import columns, stability
 from collbench.analyse.compare import (
     METHOD,
     Best,
@@ -22,20 +23,27 @@ FORMATS: Final = ("table", "csv", "json", "markdown")
 FALLBACK: Final = "baseline (no significant difference)"
 SHORT_COVERAGE: Final = "†"
 
+# "value" stands for the point's named value column, e.g. median_avg_us (columns.py).
 CSV_COLUMNS: Final = (
     "collective", "nprocs", "nodes", "ppn", "mapping", "binding", "params", "algorithm",
-    "size_bytes", "stat", "n", "value", "ci_low", "ci_high", "ci_coverage", "ratio",
-    "ratio_ci_low", "ratio_ci_high", "ratio_ci_coverage", "p_raw", "p_value", "significant",
-    "is_best", "recommended")
+    "size_bytes", "stat", "n", "value", "ci_low", "ci_high", "ci_coverage", "baseline",
+    "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_coverage", "effect", "p_raw",
+    "p_value", "significant", "is_best", "recommended")
 
 
-def render(c: Comparison, fmt: str) -> str:
+def csv_columns(c: Comparison) -> list[str]:
+    """CSV_COLUMNS with the value named (median_avg_us) and the variant column named."""
+    rename = {"value": c.value_name, "algorithm": c.column}
+    return [rename.get(col, col) for col in CSV_COLUMNS]
+
+
+def render(c: Comparison, fmt: str, all_warnings: bool = False) -> str:
     if fmt == "json":
         return json.dumps(c.to_json(), indent=1) + "\n"
     if fmt == "csv":
-        return csv_table(_csv_rows(c), CSV_COLUMNS) + "\n"
+        return csv_table(_csv_rows(c), csv_columns(c)) + "\n"
     md = fmt == "markdown"
-    out = _header(c, md)
+    out = header(c, md)
     ratios = {id(r.point): r for r in c.ratios}
     best = {b.key: b for b in c.best}
     for title, pts in _blocks(c.points):
@@ -45,26 +53,15 @@ def render(c: Comparison, fmt: str) -> str:
         out += [f"## {title}" if md else f"# {title}", "",
                 text_or_markdown_table(rows, _point_columns(c), md), "",
                 "Best per size:" if md else "best per size:", "",
-                text_or_markdown_table([_best_row(c, b) for b in bests], _BEST_COLUMNS, md), "",
+                text_or_markdown_table([_best_row(c, b) for b in bests], _best_columns(c), md),
+                "",
                 ("Winners: " if md else "winners: ") + format_ranges(ranges), "", ""]
     if c.warnings:
+        shown, more = (list(c.warnings), None) if all_warnings else stability.brief(c.warnings)
         out.append("## Warnings\n" if md else "warnings:")
-        for w in c.warnings:
-            out.append(f"- **{w.where}**: {w.problem}. {w.advice}." if md else
-                       f"  {w.where}: {w.problem}\n    -> {w.advice}")
-    return "\n".join(out).rstrip() + "\n"
-
-
-def render_summary(c: Comparison) -> str:
-    """The short form: the recommendation per size range of every block, and the warnings."""
-    out = _header(c, md=False)
-    titles = list(dict.fromkeys(_range_title(r) for r in c.ranges))
-    for title in titles:
-        out.append(f"{title}: " + format_ranges([r for r in c.ranges
-                                                 if _range_title(r) == title]))
-    if c.warnings:
-        out += ["", f"{len(c.warnings)} stability warnings: `collbench compare` lists them "
-                "with what to do"]
+        out += [f"- {stability.line(w)}" if md else f"  {stability.line(w)}" for w in shown]
+        if more:
+            out.append(f"- {more}" if md else f"  {more}")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -80,17 +77,19 @@ def format_ranges(ranges: Sequence[WinRange]) -> str:
 
 
 # --- pieces -----------------------------------------------------------------------------
-def _header(c: Comparison, md: bool) -> list[str]:
+def header(c: Comparison, md: bool) -> list[str]:
     pct = f"{c.confidence:.0%}" if round(c.confidence * 100, 6).is_integer() \
         else f"{c.confidence:.1%}"
+    base = c.baseline_text
     lines = [
-        f"statistic: {c.stat} per repetition; value = median over repetitions "
-        f"(up to {c.repetitions}); baseline: {c.baseline}; confidence: {pct}",
-        f"ratio = value / {c.baseline}'s value (< 1: faster than the baseline); "
-        f"ratio CI: {METHOD['ratio_ci']}; p: {METHOD['test']}, Holm within each size; "
+        f"{columns.describe('median', c.stat)}; up to {c.repetitions} repetitions; "
+        f"baseline: {base}; confidence: {pct}",
+        f"ratio = {c.value_name} / {base}'s (< 1: faster); effect: the ratio in hyperfine's "
+        f"words, '1.53 ± 0.05 × faster than {base}', ± reaching both ends of the ratio CI "
+        f"({METHOD['ratio_ci']}); p: {METHOD['test']}, Holm within each size; "
         f"significant = Holm p < {1 - c.confidence:.3g} and the ratio CI excludes 1"
         if c.effect == "ratio" else
-        f"diff = value - {c.baseline}'s value in percentage points (> 0: more overlap than "
+        f"diff = {c.value_name} - {base}'s in percentage points (> 0: more overlap than "
         f"the baseline); diff CI: Hodges-Lehmann / Moses interval of the differences; p: "
         f"{METHOD['test']}, Holm within each size; significant = Holm p < "
         f"{1 - c.confidence:.3g} and the diff CI excludes 0",
@@ -124,22 +123,30 @@ def _range_title(r: WinRange) -> str:
 
 def _point_columns(c: Comparison) -> list[str]:
     effect = "ratio" if c.effect == "ratio" else "diff"
-    return ["size", "algorithm", "n", c.stat, "CI", effect, f"{effect} CI", "p", "verdict"]
+    return ["size", c.column, "n", c.value_name, "CI", effect, "effect", "p", "verdict"]
 
 
-_BEST_COLUMNS: Final = ["size", "fastest", "value", "ratio", "p", "recommended", "note"]
+def _best_columns(c: Comparison) -> list[str]:
+    return ["size", "fastest", c.value_name, "effect", "p", "recommended", "note"]
+
+
+def effect_of(c: Comparison, r: RatioStat | None) -> str:
+    """The effect in hyperfine's words ('1.53 ± 0.05 × faster than default')."""
+    if r is None:
+        return "-"
+    return columns.effect_text(r.ratio, r.ci_low, r.ci_high, c.baseline_text,
+                               c.effect == "difference")
 
 
 def _point_row(c: Comparison, p: PointStat, r: RatioStat | None) -> dict[str, Any]:
     base = p.label == c.baseline
     effect = "ratio" if c.effect == "ratio" else "diff"
     return {
-        "size": format_size(p.size_bytes), "algorithm": p.label, "n": p.n,
-        c.stat: fmt_num(p.value),
+        "size": format_size(p.size_bytes), c.column: p.label, "n": p.n,
+        c.value_name: fmt_num(p.value),
         "CI": fmt_interval(p.ci_low, p.ci_high, p.ci_coverage, c.confidence),
         effect: ("1" if effect == "ratio" else "0") if base else fmt_num(r.ratio if r else None),
-        f"{effect} CI": fmt_interval(r.ci_low, r.ci_high, r.ci_coverage, c.confidence)
-        if r else "-",
+        "effect": "baseline" if base else effect_of(c, r),
         "p": fmt_p(r.p_value if r else None),
         "verdict": "baseline" if base else _verdict(r, c.effect),
     }
@@ -148,8 +155,10 @@ def _point_row(c: Comparison, p: PointStat, r: RatioStat | None) -> dict[str, An
 def _best_row(c: Comparison, b: Best) -> dict[str, Any]:
     ratio = next((r for r in c.ratios if r.point is b.winner), None)
     return {
-        "size": format_size(b.key[7]), "fastest": b.winner.label, "value": fmt_num(b.winner.value),
-        "ratio": fmt_num(b.ratio), "p": fmt_p(ratio.p_value if ratio else None),
+        "size": format_size(b.key[7]), "fastest": b.winner.label,
+        c.value_name: fmt_num(b.winner.value),
+        "effect": "baseline" if b.winner.label == c.baseline else effect_of(c, ratio),
+        "p": fmt_p(ratio.p_value if ratio else None),
         "recommended": b.recommended, "note": b.note or "-",
     }
 
@@ -176,13 +185,14 @@ def _csv_rows(c: Comparison) -> list[dict[str, Any]]:
         rows.append({
             "collective": p.collective, "nprocs": p.nprocs, "nodes": p.nodes, "ppn": p.ppn,
             "mapping": p.mapping, "binding": p.binding, "params": p.params,
-            "algorithm": p.label, "size_bytes": p.size_bytes, "stat": c.stat, "n": p.n,
-            "value": p.value, "ci_low": p.ci_low, "ci_high": p.ci_high,
-            "ci_coverage": p.ci_coverage,
+            c.column: p.label, "size_bytes": p.size_bytes, "stat": c.stat, "n": p.n,
+            c.value_name: p.value, "ci_low": p.ci_low, "ci_high": p.ci_high,
+            "ci_coverage": p.ci_coverage, "baseline": c.baseline_text,
             "ratio": (1.0 if c.effect == "ratio" else 0.0) if p.label == c.baseline
             else (r.ratio if r else None),
             "ratio_ci_low": r.ci_low if r else None, "ratio_ci_high": r.ci_high if r else None,
             "ratio_ci_coverage": r.ci_coverage if r else None,
+            "effect": None if p.label == c.baseline else effect_of(c, r),
             "p_raw": r.p_raw if r else None, "p_value": r.p_value if r else None,
             "significant": r.significant if r else None, "is_best": id(p) in winners,
             "recommended": recommended.get(p.size_key),

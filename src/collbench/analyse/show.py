@@ -1,30 +1,43 @@
-"""`collbench show`: the avg/min/max table of a results folder, as OSU prints it."""
+"""`collbench show`: one line per point, its figures pooled over repetitions and named so.
+
+Every column is `<statistic>_<figure>` (analyse/columns.py): `median_avg_us` is the median
+over the ok repetitions of OSU's average latency, the same value `compare` puts beside its
+baseline; `min_min_us`/`max_max_us` the fastest/slowest rank over all repetitions.
+`show --best` is `compare` itself (same filters, same significance), shortened.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
+from collbench.analyse import columns
+from collbench.analyse.compare import block_title, compare
+from collbench.analyse.dimensions import mpi_label
 from collbench.analyse.nonblocking import SHOW_FIGURES
+from collbench.analyse.render import effect_of
 from collbench.sizes import format_size
 from collbench.store import Store
 from collbench.tables import render
 
-GROUP = ("collective", "nprocs", "mapping", "binding", "params", "algorithm", "segsize",
-         "fanout", "size_bytes")
-TABLE_COLUMNS = ("algorithm", "size", "avg_us", "min_us", "max_us", "median_us",
-                 "bandwidth_mbs", "iterations", "reps", "status")
-# Non-blocking rows: their settings (from metrics) are part of the point, their figures
-# (means over ok repetitions) extra columns. avg/min/max_us are the pure communication.
-NB_SETTINGS = ("test_calls", "compute")
-NB_COLUMNS = (*NB_SETTINGS, *SHOW_FIGURES)
+GROUP: Final = ("collective", "nprocs", "nodes", "ppn", "mapping", "binding", "params", "mpi",
+                "mpi_version", "algorithm", "segsize", "fanout", "size_bytes")
+# (statistic, figure) of each pooled column of the table, in order.
+POOLED: Final = (("median", "avg_us"), ("min", "min_us"), ("max", "max_us"),
+                 ("median", "median_us"), ("median", "bandwidth_mbs"))
+# Figures kept in metrics: completion time and the non-blocking ones (medians over ok
+# repetitions); a column appears only where some row has the figure.
+METRIC_FIGURES: Final = ("completion_us", *SHOW_FIGURES)
+NB_SETTINGS: Final = ("test_calls", "compute")
+TAIL: Final = ("iterations", "reps", "status")
 
 
-def _nb_sql() -> str:
-    settings = [f"json_extract_string(metrics, '$.{k}') AS {k}" for k in NB_SETTINGS]
-    figures = [f"avg(TRY_CAST(json_extract_string(metrics, '$.{k}') AS DOUBLE)) "
-               f"FILTER (status = 'ok') AS {k}" for k in SHOW_FIGURES]
-    return ",\n               ".join([*settings, *figures])
+def _name(stat: str, figure: str) -> str:
+    return columns.point_column(stat, figure)
+
+
+def _metric(key: str) -> str:
+    return f"TRY_CAST(json_extract_string(metrics, '$.{key}') AS DOUBLE)"
 
 
 def _filters(collective: str | None, algorithm: str | None,
@@ -39,24 +52,24 @@ def _filters(collective: str | None, algorithm: str | None,
 
 def aggregate(store: Store, collective: str | None = None, algorithm: str | None = None,
               nprocs: int | None = None) -> list[dict[str, Any]]:
-    """One row per point, pooled over repetitions (mean of avg, min of min, max of max)."""
+    """One row per point, pooled over its ok repetitions as POOLED names it."""
     where, args = _filters(collective, algorithm, nprocs)
     group = ", ".join(GROUP)
+    pooled = [f"{stat}({fig}) FILTER (status = 'ok') AS {_name(stat, fig)}"
+              for stat, fig in POOLED]
+    pooled += [f"median({_metric(k)}) FILTER (status = 'ok') AS {_name('median', k)}"
+               for k in METRIC_FIGURES]
+    settings = [f"json_extract_string(metrics, '$.{k}') AS {k}" for k in NB_SETTINGS]
     sql = f"""
-        SELECT {group},
-               avg(avg_us) FILTER (status = 'ok') AS avg_us,
-               min(min_us) FILTER (status = 'ok') AS min_us,
-               max(max_us) FILTER (status = 'ok') AS max_us,
-               median(median_us) FILTER (status = 'ok') AS median_us,
-               avg(bandwidth_mbs) FILTER (status = 'ok') AS bandwidth_mbs,
+        SELECT {group}, {', '.join(settings)}, {', '.join(pooled)},
                max(iterations) AS iterations,
                count(*) FILTER (status = 'ok') AS reps,
-               string_agg(DISTINCT status, ',' ORDER BY status) AS status,
-               {_nb_sql()}
+               string_agg(DISTINCT status, ',' ORDER BY status) AS status
         FROM measurements{where}
         GROUP BY {group}, test_calls, compute
-        ORDER BY collective, nprocs, mapping, binding, params, algorithm, segsize, fanout,
-                 TRY_CAST(test_calls AS BIGINT) NULLS FIRST, compute NULLS FIRST, size_bytes
+        ORDER BY collective, nprocs, nodes, ppn, mapping, binding, params, mpi, mpi_version,
+                 algorithm, segsize, fanout, TRY_CAST(test_calls AS BIGINT) NULLS FIRST,
+                 compute NULLS FIRST, size_bytes
     """
     con = store.connect()
     try:
@@ -68,10 +81,9 @@ def aggregate(store: Store, collective: str | None = None, algorithm: str | None
 
 
 def _label(r: dict[str, Any]) -> str:
-    name = str(r["algorithm"])
-    extras = [f"seg={r['segsize']}" for _ in [0] if r["segsize"]]
-    extras += [f"fanout={r['fanout']}" for _ in [0] if r["fanout"]]
-    return name + (f"[{','.join(extras)}]" if extras else "")
+    extras = ([f"seg={r['segsize']}"] if r["segsize"] else []) + (
+        [f"fanout={r['fanout']}"] if r["fanout"] else [])
+    return str(r["algorithm"]) + (f"[{','.join(extras)}]" if extras else "")
 
 
 def show(store: Store, fmt: str = "table", collective: str | None = None,
@@ -80,60 +92,66 @@ def show(store: Store, fmt: str = "table", collective: str | None = None,
     for r in rows:
         r["size"] = format_size(int(r["size_bytes"]))
         r["algorithm"] = _label(r)
-    nb = [c for c in NB_COLUMNS if any(r.get(c) is not None for r in rows)]
+    pooled = [_name(s, f) for s, f in POOLED]
+    metric = [_name("median", k) for k in METRIC_FIGURES]
+    present = [c for c in (*NB_SETTINGS, *metric) if any(r.get(c) is not None for r in rows)]
     if fmt != "table":
-        cols = [c for c in GROUP if c not in ("algorithm",)] + list(TABLE_COLUMNS) + nb
-        cols = list(dict.fromkeys(cols))
-        return render(rows, cols, fmt)
+        cols = [c for c in GROUP if c != "algorithm"] + ["algorithm", "size", *pooled,
+                                                          *present, *TAIL]
+        return render(rows, list(dict.fromkeys(cols)), fmt)
     if not rows:
         return "no measurements match"
     blocks: list[str] = []
     for key, block in _blocks(rows):
-        cols = [c for c in TABLE_COLUMNS
-                if c != "bandwidth_mbs" or any(r.get("bandwidth_mbs") for r in block)]
-        extra = [c for c in NB_COLUMNS if any(r.get(c) is not None for r in block)]
-        if extra:  # non-blocking: settings after the algorithm, figures after the times
-            cols = [cols[0], *[c for c in extra if c in NB_SETTINGS], cols[1],
-                    *[c for c in cols[2:] if c not in ("median_us",)],
-                    *[c for c in extra if c not in NB_SETTINGS]]
-        blocks.append(f"# {key}\n" + render(block, cols, "table"))
-    return "\n\n".join(blocks)
+        cols = [c for c in pooled if any(r.get(c) is not None for r in block)]
+        extra = [c for c in present if any(r.get(c) is not None for r in block)]
+        settings = [c for c in extra if c in NB_SETTINGS]
+        figures = [c for c in extra if c not in NB_SETTINGS]
+        blocks.append(f"# {key}\n" + render(
+            block, ["algorithm", *settings, "size", *cols, *figures, *TAIL], "table"))
+    legend = "; ".join(f"{_name(s, f)}: {columns.STATISTICS[s]} of {f}"
+                       for s, f in POOLED[:4])
+    return f"# {legend} (docs/statistics.md)\n\n" + "\n\n".join(blocks)
 
 
 def _blocks(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    several = len({(r["mpi"], r["mpi_version"]) for r in rows}) > 1
     out: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        key = (f"{r['collective']}  np={r['nprocs']}  map-by={r['mapping']}  "
-               f"bind-to={r['binding']}")
-        if r["params"] and '"swept": {}' not in r["params"]:
-            key += f"  params={r['params']}"
+        params = r["params"] if r["params"] and '"swept": {}' not in r["params"] else None
+        key = block_title(r["collective"], r["nprocs"], r["nodes"], r["ppn"], r["mapping"],
+                          r["binding"], params)
+        if several:
+            key += f" mpi={mpi_label(r)}"  # the key (openmpi-5.0.11), format 1 rows too
         out.setdefault(key, []).append(r)
     return list(out.items())
 
 
 def best(store: Store, fmt: str = "table", collective: str | None = None,
-         stat: str = "avg_us") -> str:
-    """Fastest algorithm per size, with its ratio to the default (ratio < 1: faster)."""
-    rows = aggregate(store, collective)
-    by_point: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in rows:
-        if r[stat] is None:
-            continue
-        key = (r["collective"], r["nprocs"], r["mapping"], r["binding"], r["params"],
-               r["size_bytes"])
-        by_point.setdefault(key, []).append(r)
-    out = []
-    for key, cands in by_point.items():
-        winner = min(cands, key=lambda r: float(r[stat]))
-        default = next((c for c in cands if c["algorithm"] == "default"), None)
-        out.append({
-            "collective": key[0], "nprocs": key[1], "mapping": key[2],
-            "size": format_size(int(key[5])), "best": _label(winner),
-            "best_us": winner[stat], "default_us": default[stat] if default else None,
-            "ratio": (float(winner[stat]) / float(default[stat])
-                      if default and default[stat] else None),
-            "candidates": len(cands),
-        })
-    cols = ["collective", "nprocs", "mapping", "size", "best", "best_us", "default_us",
-            "ratio", "candidates"]
-    return render(out, cols, fmt) if out else "no measurements match"
+         nprocs: int | None = None, stat: str = "avg", baseline: str = "default",
+         confidence: float = 0.95) -> str:
+    """The fastest variant per size and what `compare` recommends there, from compare()."""
+    c = compare(store, baseline=baseline, stat=stat, collective=collective, nprocs=nprocs,
+                confidence=confidence)
+    ratios = {id(r.point): r for r in c.ratios}
+    base_name = f"{c.baseline_text}_{c.value_name}"
+    rows = []
+    for b in c.best:
+        pts = [p for p in c.points if p.size_key == b.key]
+        ref = next((p for p in pts if p.label == c.baseline), None)
+        r = ratios.get(id(b.winner))
+        rows.append({
+            "block": block_title(*b.key[:7]), "size": format_size(b.key[7]),
+            "fastest": b.winner.label, c.value_name: b.winner.value,
+            base_name: ref.value if ref else None,
+            "effect": "baseline" if b.winner is ref else effect_of(c, r),
+            "significant": r.significant if r else None, "recommended": b.recommended,
+            "candidates": len(pts)})
+    cols = ["block", "size", "fastest", c.value_name, base_name, "effect", "significant",
+            "recommended", "candidates"]
+    if fmt != "table":
+        return render(rows, cols, fmt)
+    note = f"# {c.notice}\n" if c.notice else ""
+    return (f"# {columns.describe('median', c.stat)}; fastest per size against "
+            f"{c.baseline_text}; significant and recommended as `collbench compare`\n"
+            f"{note}\n" + render(rows, cols, "table"))

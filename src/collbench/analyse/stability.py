@@ -1,12 +1,17 @@
 """Stability warnings in the manner of pyperf: what looks unreliable, and what to do.
 
-Checks work on the rows of each point (every status), so they need no database; the
-same problem at several sizes of one algorithm is reported once, listing the sizes.
+One finding per problem, block and algorithm, its sizes written as ranges of the sizes
+measured ("1K–64K, 1M"); findings are sorted worst first (`severity`: how far past its
+threshold), and `brief` keeps the first few for a terminal. The advice fits the run: no
+"pin ranks" for ranks already bound, no timer or oversubscription advice for a simulator,
+whose clock is exact and whose cores are the platform's, and no repetitions warning for
+it either: simulated figures are exact (`repetition_notice` says "simulated: exact").
+Checks work on the rows of each point (every status), so they need no database.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -23,6 +28,13 @@ MIN_REPETITIONS = 3
 MAD_TO_SIGMA = 1.4826
 BAD_STATUSES = ("failed", "timeout", "invalid")
 MAX_NAMED = 8  # named failed points before "and N more"
+BRIEF: Final = 5  # findings shown by default; the rest behind --all
+SIMULATED: Final = frozenset({"simgrid"})  # backends whose time is simulated, not measured
+UNBOUND: Final = frozenset({"", "none"})
+# Severities of findings that are not a ratio to a threshold: failures first.
+SEVERITY_BAD: Final = {"failed": 1000.0, "timeout": 900.0, "invalid": 1100.0}
+SEVERITY_OVERSUBSCRIBED: Final = 50.0
+SEVERITY_REPETITIONS: Final = 20.0
 
 
 @dataclass(frozen=True)
@@ -30,6 +42,8 @@ class StabilityWarning:
     where: str
     problem: str
     advice: str
+    severity: float = 0.0  # how far past its threshold: the order findings are shown in
+    kind: str = ""  # spread, ranks, outlier, few_iterations, short, repetitions, failed, ...
 
 
 @dataclass(frozen=True)
@@ -45,57 +59,164 @@ class Observed:
     values: tuple[float, ...]  # the compared statistic of each ok repetition
     rows: tuple[Mapping[str, Any], ...]  # every row of the point (status, iterations, ...)
 
+    @property
+    def simulated(self) -> bool:
+        return any(r.get("backend") in SIMULATED for r in self.rows)
+
+    @property
+    def bound(self) -> bool:
+        return all(str(r.get("binding") or "") not in UNBOUND for r in self.rows)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the advice needs to know about the run: its settings and its machine."""
+
+    cores: int | None
+    repetitions: int
+    iterations: int
+
+    def over(self, ob: Observed) -> bool:
+        return bool(self.cores) and _ranks_per_node(ob) > (self.cores or 0)
+
 
 def check(observed: Sequence[Observed], stat_column: str, confidence: float,
           cores: int | None) -> list[StabilityWarning]:
+    """Every finding, worst first."""
+    run = _Run(cores, max((len(ob.values) for ob in observed), default=0),
+               min((int(r["iterations"]) for ob in observed for r in _ok(ob)
+                    if r.get("iterations") is not None), default=0))
     out: list[StabilityWarning] = []
     out += _few_repetitions(observed, confidence)
     out += _bad_points(observed)
     out += _oversubscribed(observed, cores)
-    # kind -> block -> label -> [(size, figure)]: one warning per kind and block.
-    found: dict[str, dict[str, dict[str, list[tuple[int, float]]]]] = {}
+    # (kind, block, label) -> [(size, figure)], and the sizes measured per (block, label)
+    found: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
+    first: dict[tuple[str, str, str], Observed] = {}
+    measured: dict[tuple[str, str], set[int]] = {}
     for ob in observed:
-        for fn in (_spread, _rank_spread, _outliers, _few_iterations, _short):
-            hit = fn(ob, stat_column)
+        measured.setdefault((ob.block, ob.label), set()).add(ob.size_bytes)
+        checks = (_spread,) if ob.simulated else (
+            _spread, _rank_spread, _outliers, _few_iterations, _short)
+        for fn in checks:
+            hit = fn(ob)
             if hit is not None:
-                kind, figure = hit
-                by_label = found.setdefault(kind, {}).setdefault(ob.block, {})
-                by_label.setdefault(ob.label, []).append((ob.size_bytes, figure))
-    for kind, blocks in found.items():
-        problem, advice, worst_of = _MESSAGES[kind]
-        for block, labels in blocks.items():
-            worst = worst_of(f for hits in labels.values() for _, f in hits)
-            where = "; ".join(f"{label} at {_sizes([s for s, _ in hits])}"
-                              for label, hits in sorted(labels.items()))
-            out.append(StabilityWarning(f"{block}: {where}",
-                                        problem.format(worst=worst, stat=stat_column), advice))
+                key = (hit[0], ob.block, ob.label)
+                found.setdefault(key, []).append((ob.size_bytes, hit[1]))
+                first.setdefault(key, ob)
+    for (kind, block, label), hits in found.items():
+        ob = first[(kind, block, label)]
+        figures = [f for _, f in hits]
+        worst, severity = _worst(kind, figures)
+        sizes = ranges([s for s, _ in hits], measured[(block, label)])
+        out.append(StabilityWarning(f"{block}: {label} at {sizes}",
+                                    _problem(kind, worst, stat_column, ob),
+                                    _advice(kind, ob, run), severity, kind))
+    out.sort(key=lambda w: -w.severity)
     return out
 
 
-_MESSAGES: dict[str, tuple[str, str, Callable[[Iterable[float]], float]]] = {
-    "spread": ("the {stat} of repetitions varies: standard deviation up to {worst:.0%} of "
-               "the mean (> 10%)",
-               "rerun with more repetitions; check for other jobs on the node and pin ranks "
-               "(--bind-to core)", max),
-    "ranks": ("ranks disagree: (max - min over ranks) reaches {worst:.1f}x the average",
-              "check binding and oversubscription: a rank that is descheduled or shares a "
-              "core keeps the others waiting", max),
-    "outlier": ("a repetition lies far above the median (up to {worst:.1f}x the median)",
-                "rerun with more repetitions; check for other jobs on the node", max),
-    "few_iterations": ("only {worst:.0f} timed iterations per repetition (< 10)",
-                       "increase measure.iterations", min),
-    "short": ("too little timed work: as little as {worst:.0f} us per repetition "
-              "(iterations x avg_us < 1 ms), so timer resolution and single interrupts show",
-              "increase measure.iterations", min),
-}
+def brief(warnings: Sequence[StabilityWarning],
+          limit: int = BRIEF) -> tuple[list[StabilityWarning], str | None]:
+    """The first `limit` findings (worst first) and, when some are left out, a line saying
+    how many and how to see them."""
+    if len(warnings) <= limit:
+        return list(warnings), None
+    rest = len(warnings) - limit
+    return list(warnings[:limit]), f"{rest} more warning{'s' if rest != 1 else ''}; --all " \
+        "shows every one"
 
 
-def _spread(ob: Observed, _: str) -> tuple[str, float] | None:
+NOISE: Final = ("spread", "outlier", "ranks")
+
+
+def noise_evidence(warnings: Sequence[StabilityWarning]) -> str | None:
+    """For `tune`: one line when the timings its choices rest on are noisy, else None."""
+    noisy = [w for w in warnings if w.kind in NOISE]
+    if not noisy:
+        return None
+    return (f"noisy timings at {len(noisy)} place{'s' if len(noisy) != 1 else ''} (spread "
+            f"between repetitions, outliers or ranks that disagree); worst: {line(noisy[0])}")
+
+
+def line(w: StabilityWarning) -> str:
+    """One finding on one line: where, what, what to do."""
+    return f"{w.where}: {w.problem}; {w.advice}"
+
+
+def ranges(sizes: Sequence[int], measured: set[int] | Sequence[int]) -> str:
+    """'1–64, 1K–1M': runs of consecutive measured sizes; a run needs no size between its
+    ends that was measured without the finding."""
+    order = sorted(set(measured) | set(sizes))
+    hit = set(sizes)
+    runs: list[list[int]] = []
+    for i, s in enumerate(order):
+        if s not in hit:
+            continue
+        if runs and order[i - 1] == runs[-1][-1] and i > 0:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return ", ".join(format_size(r[0]) + (f"–{format_size(r[-1])}" if len(r) > 1 else "")
+                     for r in runs)
+
+
+def _worst(kind: str, figures: Sequence[float]) -> tuple[float, float]:
+    """The worst figure of a finding and its severity (a multiple of the threshold)."""
+    if kind in ("few_iterations", "short"):
+        worst = min(figures)
+        limit = MIN_ITERATIONS if kind == "few_iterations" else MIN_TIMED_US
+        return worst, limit / max(worst, 1e-9)
+    worst = max(figures)
+    limit = {"spread": CV_MAX, "ranks": RANK_SPREAD_MAX, "outlier": OUTLIER_FACTOR}[kind]
+    return worst, worst / limit
+
+
+def _problem(kind: str, worst: float, stat: str, ob: Observed) -> str:
+    if kind == "spread":
+        return (f"the {stat} of repetitions varies: standard deviation up to {worst:.0%} of "
+                "the mean (> 10%)")
+    if kind == "ranks":
+        return f"ranks disagree: (max - min over ranks) reaches {worst:.1f}x the average"
+    if kind == "outlier":
+        return f"a repetition lies far above the median (up to {worst:.1f}x the median)"
+    if kind == "few_iterations":
+        return f"only {worst:.0f} timed iterations per repetition (< 10)"
+    return (f"too little timed work: as little as {worst:.0f} us per repetition "
+            "(iterations x avg_us < 1 ms), so timer resolution and single interrupts show")
+
+
+def _advice(kind: str, ob: Observed, run: _Run) -> str:
+    if ob.simulated:  # only the spread check runs on a simulator: it should be exact
+        return ("a simulation repeats exactly unless something varies between launches: "
+                "check the platform file and the simulator's settings")
+    more = f"more repetitions (run.repetitions, now {run.repetitions})"
+    if run.over(ob):
+        crowded = (f"oversubscribed ({_ranks_per_node(ob)} ranks per node on {run.cores} "
+                   f"cores): ranks wait for a core; compare algorithms at nprocs <= "
+                   f"{run.cores}")
+        if kind in ("spread", "ranks", "outlier"):
+            return crowded
+    if kind == "spread":
+        pin = "" if ob.bound else "; pin ranks (--bind-to core)"
+        return f"rerun with {more}; check for other jobs on the node{pin}"
+    if kind == "ranks":
+        if not ob.bound:
+            return "pin ranks (--bind-to core): a rank that migrates keeps the others waiting"
+        return ("ranks are bound already: check for other jobs on the node; rooted "
+                "collectives let some ranks finish early by design")
+    if kind == "outlier":
+        return f"rerun with {more}; check for other jobs on the node"
+    now = f" (now {run.iterations})" if run.iterations else ""
+    return f"raise measure.iterations{now}"
+
+
+def _spread(ob: Observed) -> tuple[str, float] | None:
     c = cv(ob.values)
     return ("spread", c) if c is not None and c > CV_MAX else None
 
 
-def _rank_spread(ob: Observed, _: str) -> tuple[str, float] | None:
+def _rank_spread(ob: Observed) -> tuple[str, float] | None:
     spreads = [(float(r["max_us"]) - float(r["min_us"])) / float(r["avg_us"])
                for r in _ok(ob) if _positive(r, "avg_us") and _known(r, "max_us", "min_us")]
     if not spreads:
@@ -104,7 +225,7 @@ def _rank_spread(ob: Observed, _: str) -> tuple[str, float] | None:
     return ("ranks", typical) if typical > RANK_SPREAD_MAX else None
 
 
-def _outliers(ob: Observed, _: str) -> tuple[str, float] | None:
+def _outliers(ob: Observed) -> tuple[str, float] | None:
     if len(ob.values) < 3:  # with two values, neither is "far from the median"
         return None
     med = median(ob.values)
@@ -115,13 +236,13 @@ def _outliers(ob: Observed, _: str) -> tuple[str, float] | None:
     return ("outlier", max(far) / med) if far else None
 
 
-def _few_iterations(ob: Observed, _: str) -> tuple[str, float] | None:
+def _few_iterations(ob: Observed) -> tuple[str, float] | None:
     iters = [int(r["iterations"]) for r in _ok(ob) if r.get("iterations") is not None]
     return ("few_iterations", float(min(iters))) if iters and min(iters) < MIN_ITERATIONS \
         else None
 
 
-def _short(ob: Observed, _: str) -> tuple[str, float] | None:
+def _short(ob: Observed) -> tuple[str, float] | None:
     totals = [int(r["iterations"]) * float(r["avg_us"]) for r in _ok(ob)
               if _known(r, "iterations", "avg_us")]
     return ("short", min(totals)) if totals and min(totals) < MIN_TIMED_US else None
@@ -148,13 +269,14 @@ def _family(observed: Sequence[Observed]) -> int:
 
 def _few_repetitions(observed: Sequence[Observed],
                      confidence: float) -> list[StabilityWarning]:
-    counts = [len(ob.values) for ob in observed if ob.values]
+    # a simulated point is exact: one repetition is all it has to say
+    counts = [len(ob.values) for ob in observed if ob.values and not ob.simulated]
     if not counts:
         return []
     n, needed = min(counts), repetitions_needed(observed, confidence)
     if n >= needed:
         return []
-    advice = f"run with run.repetitions >= {needed}"
+    advice = f"run with run.repetitions >= {needed} (now {max(counts)})"
     if n == 1:
         problem = "only 1 repetition at some points: no confidence interval or significance there"
     elif _family(observed) * min_p_value(n, n) >= 1 - confidence:
@@ -163,11 +285,30 @@ def _few_repetitions(observed: Sequence[Observed],
                    "compared per size (Holm)")
     else:
         problem = f"only {n} repetitions at some points: confidence intervals are wide"
-    return [StabilityWarning("campaign", problem, advice)]
+    return [StabilityWarning("campaign", problem, advice, SEVERITY_REPETITIONS, "repetitions")]
 
 
 REPETITION_NOTICE: Final = ("1 repetition: no confidence intervals or significance; run with "
                             "run.repetitions >= {needed}")
+SIMULATED_NOTICE: Final = ("simulated: exact (a simulation repeats to the last digit): no "
+                           "repetitions needed, no noise warnings; differences are the "
+                           "model's, not noise")
+
+
+def exact(observed: Sequence[Observed]) -> bool:
+    """Every point simulated: figures are exact, repetitions add nothing."""
+    return bool(observed) and all(ob.simulated for ob in observed)
+
+
+def repetition_notice(observed: Sequence[Observed], confidence: float,
+                      repetitions: int) -> str | None:
+    """The line under a comparison about repetitions: SIMULATED_NOTICE for simulated data,
+    REPETITION_NOTICE for a single measured repetition, else None."""
+    if exact(observed):
+        return SIMULATED_NOTICE
+    if repetitions == 1:
+        return REPETITION_NOTICE.format(needed=repetitions_needed(observed, confidence))
+    return None
 
 
 def _bad_points(observed: Sequence[Observed]) -> list[StabilityWarning]:
@@ -191,20 +332,25 @@ def _bad_points(observed: Sequence[Observed]) -> list[StabilityWarning]:
                        "report it to the MPI developers",
         }[status]
         out.append(StabilityWarning("; ".join(named[:MAX_NAMED]) + more,
-                                    f"{len(named)} point(s) {status}", advice))
+                                    f"{len(named)} point(s) {status}", advice,
+                                    SEVERITY_BAD[status] + len(named), status))
     return out
 
 
 def _oversubscribed(observed: Sequence[Observed], cores: int | None) -> list[StabilityWarning]:
     if not cores:
         return []
-    blocks = sorted({ob.block for ob in observed if _ranks_per_node(ob) > cores})
+    # A simulator's ranks do not share this machine's cores: no oversubscription there.
+    over = [ob for ob in observed if not ob.simulated and _ranks_per_node(ob) > cores]
+    blocks = sorted({ob.block for ob in over})
     if not blocks:
         return []
+    worst = max(_ranks_per_node(ob) for ob in over)
     return [StabilityWarning(
         "; ".join(blocks), f"more ranks per node than the {cores} cores recorded in "
-        "provenance.json (oversubscribed)",
-        "timings of oversubscribed runs are noisy: compare algorithms with nprocs <= cores")]
+        f"provenance.json (oversubscribed, up to {worst} ranks per node)",
+        f"timings of oversubscribed runs are noisy: compare algorithms with nprocs <= {cores}",
+        SEVERITY_OVERSUBSCRIBED + worst / cores, "oversubscribed")]
 
 
 def _ranks_per_node(ob: Observed) -> int:
@@ -223,9 +369,3 @@ def _known(r: Mapping[str, Any], *cols: str) -> bool:
 
 def _positive(r: Mapping[str, Any], col: str) -> bool:
     return r.get(col) is not None and float(r[col]) > 0
-
-
-def _sizes(sizes: Sequence[int], limit: int = 6) -> str:
-    s = sorted(set(sizes))
-    shown = ", ".join(format_size(x) for x in s[:limit])
-    return shown + (f" and {len(s) - limit} more sizes" if len(s) > limit else "")

@@ -258,3 +258,26 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (k - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
+
+
+def geomean_ci(ratios: Sequence[float], confidence: float) -> tuple[float, Interval | None]:
+    """Geometric mean of positive ratios and a Student t interval on their logs.
+
+    Used for summaries over the sizes of a range, where the ratios are many enough for a
+    mean and a t interval (the geometric mean is the mean of log ratios). None as the
+    interval below 2 ratios or when they are all equal (no spread to estimate).
+    """
+    from scipy.stats import t as student_t  # type: ignore[import-untyped]  # late: summaries only
+
+    logs = [math.log(r) for r in ratios if r > 0]
+    if not logs:
+        raise ValueError("geometric mean of no positive ratio")
+    n = len(logs)
+    mean = sum(logs) / n
+    if n < 2:
+        return math.exp(mean), None
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    if sd == 0:
+        return math.exp(mean), None
+    half = float(student_t.ppf(1 - (1 - confidence) / 2, n - 1)) * sd / math.sqrt(n)
+    return math.exp(mean), Interval(math.exp(mean - half), math.exp(mean + half), confidence)

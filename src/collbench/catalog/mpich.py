@@ -59,6 +59,28 @@ MPICH_ALGORITHMS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+# MPICH's smp algorithms work on the communicator split per node (a node communicator and
+# one of node leaders); MPICH only builds that split when the ranks span several nodes with
+# more than one rank on some node. Elsewhere a forced smp algorithm is "not usable for the
+# provided arguments": refused with MPIR_CVAR_COLLECTIVE_FALLBACK=error, which collbench
+# sets, else silently replaced by MPICH's own choice (measured, MPICH 5.0.2, one node:
+# bcast/allreduce fail in MPI_Init, reduce/barrier at the call; src/mpi/comm/commutil.c).
+NEEDS_NODES: Final = frozenset({"smp", "sched_smp"})
+LAYOUT_NOTE: Final = "needs ranks on 2+ nodes, 2+ on some node (MPICH's smp split)"
+
+
+def layout_problem(name: str, nprocs: int, nodes: int | None) -> str | None:
+    """Why algorithm `name` cannot run on `nprocs` ranks over `nodes` nodes (None: the
+    node count is not known before the launch, so nothing is refused)."""
+    if name not in NEEDS_NODES or nodes is None:
+        return None
+    if nodes < 2 or nprocs <= nodes:
+        where = "one node" if nodes < 2 else f"{nodes} nodes with one rank each"
+        return f"{name} needs ranks on 2+ nodes with 2+ on some node; {nprocs} ranks on " \
+               f"{where} make MPICH refuse it"
+    return None
+
+
 def table() -> dict[str, tuple[Algorithm, ...]]:
     # MPICH has no numeric ids and no run-time switch: forcing is one launch per algorithm.
     return {

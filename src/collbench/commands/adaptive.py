@@ -12,6 +12,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from collbench.catalog.mpi import find_mpi
 from collbench.commands import options
@@ -20,6 +21,9 @@ from collbench.store import Store
 from collbench.tune.adaptive.engine import Config
 from collbench.tune.adaptive.race import RaceConfig
 from collbench.tune.select import Options, Selection
+
+if TYPE_CHECKING:
+    from collbench.tune.adaptive import PruneModel
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,9 +45,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--drop-alpha", type=options.fraction, default=0.2,
                    help="chance, over all looks, of dropping an algorithm that is not slower "
                         "than the leader (default: %(default)s)")
+    g.add_argument("--max-reps", type=options.count(2, 100_000),
+                   help="at most this many repetitions per point (default: the spec's "
+                        "run.repetitions, or the recording's)")
+    g.add_argument("--screen", type=_screen, metavar="F",
+                   help="drop an algorithm from its first repetition on when its fastest "
+                        "repetition is F times slower than the leader's slowest (e.g. 1.3)")
+    g.add_argument("--drop-gap", type=options.fraction, metavar="G",
+                   help="from --min-reps on, drop an algorithm whose median is more than G "
+                        "above the leader's (e.g. 0.05)")
+    g.add_argument("--futile", type=options.fraction, metavar="D",
+                   help="from --min-reps on, drop an algorithm whose median is not at least "
+                        "D below the default's: switching would gain less (e.g. 0.05)")
+    g.add_argument("--prune-model", type=Path, metavar="P2P",
+                   help="a .p2p.toml model (collbench model p2p): do not race algorithms "
+                        "it predicts slower beyond its error (--prune-error)")
+    g.add_argument("--prune-error", type=_error, default=0.035, metavar="E",
+                   help="relative error bound of the model's predictions, e.g. its p95 error "
+                        "from compare --against (default: %(default)s, SimGrid's)")
     g.add_argument("--seed", type=options.count(0, options.MAX_COUNT), default=0,
                    help="replay: order in which stored repetitions are drawn")
     g.add_argument("--backend", help="live: override the spec's run.backend")
+
+
+def _screen(text: str) -> float:
+    """An argparse type: a slowness factor above 1 and at most 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 1 < value <= 100:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range; valid: above 1, at most "
+                                         "100")
+    return value
+
+
+def _error(text: str) -> float:
+    """An argparse type: a relative error in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range; valid: 0 to below 1 (an "
+                                         "error of 100 % or more prunes nothing)")
+    return value
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -51,8 +97,20 @@ def _config(args: argparse.Namespace) -> Config:
         raise UserError(f"--stride {args.stride} / --min-reps {args.min_reps} / --drop-alpha "
                         f"{args.drop_alpha}: not valid; valid: stride >= 1, min-reps >= 2, "
                         "drop-alpha in (0, 1)")
-    return Config(RaceConfig(min_reps=args.min_reps, alpha_drop=args.drop_alpha),
-                  stride=args.stride)
+    return Config(RaceConfig(min_reps=args.min_reps, alpha_drop=args.drop_alpha,
+                             screen=args.screen, gap=args.drop_gap, futile=args.futile),
+                  stride=args.stride, max_reps=args.max_reps)
+
+
+def _prune(args: argparse.Namespace) -> PruneModel | None:
+    from collbench.tune.adaptive import PruneModel
+
+    if args.prune_model is None:
+        return None
+    if not args.prune_model.is_file():
+        raise UserError(f"--prune-model {args.prune_model}: no such file; give a .p2p.toml "
+                        "(collbench model p2p RESULTS -o FILE.p2p.toml)")
+    return PruneModel(args.prune_model, args.prune_error)
 
 
 def _replay_folder(out: Path) -> None:
@@ -69,21 +127,28 @@ def _replay_folder(out: Path) -> None:
     shutil.rmtree(out)
 
 
+def _pruned(n: int) -> str:
+    return f", {n} algorithm races pruned by the model" if n else ""
+
+
 def selection(args: argparse.Namespace, options: Options) -> tuple[Selection, Path]:
     """(selection, results folder of what was measured) for `tune --adaptive`."""
     from collbench.tune import adaptive
 
     config = _config(args)
+    prune = _prune(args)
     out = args.adaptive_results or args.output.with_name(args.output.name + ".adaptive")
     source: Path = args.results
     if source.is_dir():
         _replay_folder(out)
-        run, recorded = adaptive.replay(source, out, config, options, seed=args.seed)
+        run, recorded = adaptive.replay(source, out, config, options, seed=args.seed,
+                                        prune=prune)
         total, total_k = recorded.points(), recorded.kernel_us()
         print(f"adaptive replay of {source}: {run.tally.measured} of {total} point "
               f"repetitions ({run.tally.measured / max(1, total):.0%}), "
               f"{run.tally.kernel_us / max(total_k, 1e-9):.0%} of the kernel time, "
-              f"{run.tally.rounds} rounds; drawn repetitions in {out}", file=sys.stderr)
+              f"{run.tally.rounds} rounds{_pruned(run.tally.pruned)}; drawn repetitions in "
+              f"{out}", file=sys.stderr)
         return run.selection, out
     if not source.exists():
         raise UserError(f"{source}: no such file or folder; give a campaign spec (live) or a "
@@ -91,11 +156,12 @@ def selection(args: argparse.Namespace, options: Options) -> tuple[Selection, Pa
     mpi = find_mpi(args.mpi, args.mpi_from_path)
     try:
         run = adaptive.live(source, out, mpi, config, options, resume=args.resume,
-                            backend_name=args.backend)
+                            backend_name=args.backend, prune=prune)
     except adaptive.Interrupted:
         raise UserError(f"{out}: interrupted; finished launches are stored; continue with the "
                         "same command and --resume") from None
     print(f"adaptive run: {run.tally.measured} point repetitions in {run.launches} launches, "
-          f"{run.tally.rounds} rounds, kernel time {run.tally.kernel_us / 1e6:.2f} s; "
+          f"{run.tally.rounds} rounds{_pruned(run.tally.pruned)}, kernel time "
+          f"{run.tally.kernel_us / 1e6:.2f} s; "
           f"measurements in {out}", file=sys.stderr)
     return run.selection, out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from collbench.catalog import mpich
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.catalog.load import load_catalog
 from collbench.catalog.simgrid import mapping_rows, simgrid_catalog
@@ -25,6 +26,7 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="with --backend simgrid: the Open MPI series simulated (as "
                         "run.simgrid.ompi_version; default 5.0)")
     options.add_mpi(s)
+    options.add_table_output(s)
     s.set_defaults(func=cmd_algorithms)
 
 
@@ -48,22 +50,35 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
             raise UserError(f"--ompi-version: {e}") from None
         mapped = [r for r in mapping_rows(sim) if r["collective"] in colls]
         if sim.ompi_version:
-            print(f"# SimGrid: Open MPI {sim.ompi_version} names; runs = port: collbench's "
-                  "port of the coll/tuned algorithm (proven message for message); smpi = "
-                  "SMPI's nearest algorithm, selectable as smpi:<name> (--cfg=smpi/"
-                  "<collective>:<name>); relation: how close it is (port: SMPI ported Open "
-                  "MPI's code)")
+            head = (f"# SimGrid: Open MPI {sim.ompi_version} names; runs = port: collbench's "
+                    "port of the coll/tuned algorithm (proven message for message); smpi = "
+                    "SMPI's nearest algorithm, selectable as smpi:<name> (--cfg=smpi/"
+                    "<collective>:<name>); relation: how close it is (port: SMPI ported Open "
+                    "MPI's code)")
         else:
-            print(f"# SimGrid: {sim.implementation} {sim.version} names run SMPI's "
-                  "algorithms (runs); also selectable: smpi:<name>; '-' = not in SMPI")
-        print(render(mapped, ["collective", "algorithm", "id", "runs", "smpi", "relation",
-                              "note"], args.format))
+            head = (f"# SimGrid: {sim.implementation} {sim.version} names run SMPI's "
+                    "algorithms (runs); also selectable: smpi:<name>; '-' = not in SMPI")
+        table = render(mapped, ["collective", "algorithm", "id", "runs", "smpi", "relation",
+                                "note"], args.format)
+        options.emit(args, f"{head}\n{table}" if args.format == "table" else table)
         return 0
     rows: list[dict[str, object]] = []
     for c in colls:
         for a in (catalog.default(c), *catalog.of(c)):
             rows.append({"collective": c, "id": a.id, "algorithm": a.name,
-                         "switch": "mpit" if a.runtime_switchable else "launch"})
-    print(f"# {catalog.implementation} {catalog.version} — from {catalog.source}")
-    print(render(rows, ["collective", "id", "algorithm", "switch"], args.format))
+                         "switch": "mpit" if a.runtime_switchable else "launch",
+                         "layout": _layout(catalog.implementation, a.name)})
+    head = f"# {catalog.implementation} {catalog.version} — from {catalog.source}"
+    table = render(rows, ["collective", "id", "algorithm", "switch", "layout"], args.format)
+    # JSON and CSV stay machine-readable: the header line goes only with the text table
+    options.emit(args, f"{head}\n{table}" if args.format == "table" else table)
     return 0
+
+
+def _layout(implementation: str, name: str) -> str | None:
+    """Where an algorithm can run at all (`plan` skips it elsewhere, with this reason)."""
+    if implementation == "mpich" and name in mpich.NEEDS_NODES:
+        return mpich.LAYOUT_NOTE
+    if implementation == "openmpi" and name == "two_proc":
+        return "np = 2 only (Open MPI's two_proc)"
+    return None

@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from collbench.analyse.compare import COMPARE_STATS, compare
-from collbench.analyse.render import FORMATS, render, render_summary
+from collbench.analyse import stability
+from collbench.analyse.compare import COMPARE_STATS, Comparison, compare
+from collbench.analyse.render import FORMATS, render
 from collbench.commands import options
 from collbench.errors import UserError
 from collbench.store import Store
@@ -21,20 +22,34 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                     "Mann-Whitney tests (Holm-corrected per size), the best algorithm per "
                     "size, the size ranges each wins, and stability warnings.")
     s.add_argument("results", type=Path, help="results folder")
-    s.add_argument("--baseline", default="default",
-                   help="algorithm label to compare against (default: %(default)s)")
+    s.add_argument("--baseline", default="default", metavar="[COLUMN=]VALUE",
+                   help="the variant to compare against: an algorithm label (default: "
+                        "%(default)s), or COLUMN=VALUE to compare the values of another "
+                        "column within otherwise identical contexts: mpi=openmpi-5.0.11, "
+                        "mapping=socket, an MCA setting btl=self,vader (or mca.btl=...), "
+                        "env.NAME=VALUE; docs/statistics.md")
     s.add_argument("--collective")
     s.add_argument("--nprocs", type=options.count(1, options.MAX_NPROCS))
-    s.add_argument("--stat", choices=tuple(COMPARE_STATS), default="avg",
-                   help="column compared: avg_us (OSU's), median_us, min_us or max_us; for "
-                        "non-blocking collectives also overall (OSU's Overall), pure (Pure "
-                        "Comm.) and overlap_pct (higher is better; differences in percentage "
-                        "points) (default: %(default)s)")
+    s.add_argument("--stat", default="avg", metavar="NAME",
+                   help="figure compared, pooled as its median over repetitions: "
+                        f"{', '.join(COMPARE_STATS)} or any <NAME>_us figure the rows' "
+                        "metrics hold: avg_us (OSU's), median_us (median over iterations), "
+                        "min_us/max_us (fastest/slowest rank), completion_us; for "
+                        "non-blocking collectives overall (OSU's Overall), pure (Pure Comm.) "
+                        "and overlap_pct (higher is better; differences in percentage "
+                        "points); docs/statistics.md (default: %(default)s)")
     s.add_argument("--confidence", type=options.fraction, default=0.95,
                    help="confidence level of intervals and tests (default: %(default)s)")
     s.add_argument("--format", choices=FORMATS, default="table")
+    s.add_argument("--all", dest="all_warnings", action="store_true",
+                   help="every stability warning (default: the worst few and how many more)")
     s.add_argument("--summary", action="store_true",
-                   help="only the recommended algorithm per size range of each block")
+                   help="only the recommended variant per size range of each block, "
+                        "smoothed as tune smooths (--max-regret), with its effect")
+    s.add_argument("--max-regret", type=float, default=0.05, metavar="FRACTION",
+                   help="with --summary: accept up to this much slower than the per-size "
+                        "recommendation to switch less often, as `tune` (0: no smoothing; "
+                        "default: %(default)s)")
     s.add_argument("--against", type=Path, metavar="B",
                    help="another results folder (measured, ingested, simulated, predicted) "
                         "or a .p2p.toml model: error of B against RESULTS per point and "
@@ -54,19 +69,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _against(args)
     if args.output is not None:
         raise UserError("compare: -o DIR goes with --against B; valid: add --against")
+    if not 0 <= args.max_regret < 1:  # also refuses nan
+        raise UserError(f"compare: --max-regret {args.max_regret:g} is not valid; valid: a "
+                        "fraction from 0 (no smoothing) to below 1, such as 0.05")
     result = compare(Store(args.results), baseline=args.baseline, stat=args.stat,
                      collective=args.collective, nprocs=args.nprocs,
                      confidence=args.confidence)
     if args.summary:
-        sys.stdout.write(render_summary(result))
+        from collbench.analyse.summary import render_summary, summarise
+
+        sys.stdout.write(render_summary(summarise(result, args.max_regret), args.format))
+        _stderr_notes(result, args.format, args.all_warnings)
         return 0
-    sys.stdout.write(render(result, args.format))
-    if args.format == "csv":  # keep the CSV parseable: notices and warnings go to stderr
+    sys.stdout.write(render(result, args.format, args.all_warnings))
+    _stderr_notes(result, args.format, args.all_warnings)
+    return 0
+
+
+def _stderr_notes(result: Comparison, fmt: str, all_warnings: bool = False) -> None:
+    if fmt == "csv":  # keep the CSV parseable: notices and warnings go to stderr
         if result.notice:
             print(f"collbench: {result.notice}", file=sys.stderr)
-        for w in result.warnings:
-            print(f"collbench: warning: {w.where}: {w.problem}; {w.advice}", file=sys.stderr)
-    return 0
+        shown, more = ((list(result.warnings), None) if all_warnings
+                       else stability.brief(result.warnings))
+        for w in shown:
+            print(f"collbench: warning: {stability.line(w)}", file=sys.stderr)
+        if more:
+            print(f"collbench: {more}", file=sys.stderr)
 
 
 def _against(args: argparse.Namespace) -> int:

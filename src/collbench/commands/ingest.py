@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from collbench.catalog.mpi import MpiInstall, find_mpi
 from collbench.commands import options
 from collbench.errors import UserError
 from collbench.ingest import FORMATS, IngestOptions, ingest_files
@@ -14,6 +17,8 @@ EXAMPLES = """\
 examples:
   collbench ingest osu_bcast.out --collective bcast --algorithm pipeline --nprocs 48 \\
       --nodes 2 -o results/orfeo
+  collbench ingest osu_bcast.out --nprocs 4 --mca coll_tuned_bcast_algorithm 6 \\
+      --mpi openmpi --mpi-version 5.0.11 -o results/forced
   collbench ingest IMB-MPI1.out -o results/imb --nprocs 4
 """
 
@@ -25,26 +30,30 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "in a results folder; each file becomes one launch. What the file does not say "
         "comes from the options. See docs/ingest.md.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE")
     p.add_argument("-o", "--output", type=Path, required=True,
                    help="results folder (created if new; may already hold results)")
     p.add_argument("--format", default="auto", help=f"one of {', '.join(FORMATS)}")
     p.add_argument("--collective", help="OSU: when the title does not say; IMB: keep only "
                    "this benchmark")
-    p.add_argument("--algorithm", help="algorithm name as stored (default: 'default', or the "
-                   "name of the id forced with --mca coll_tuned_<coll>_algorithm)")
+    p.add_argument("--algorithm", help="what ran: a name or id of the --mpi-version's table "
+                   "(default: the algorithm the '### cmd:' line or --mca forced, else "
+                   "'default')")
     p.add_argument("--nprocs", help="processes in the job (required for OSU)")
     p.add_argument("--nodes", default="1", help="default 1")
     p.add_argument("--ppn", help="processes per node (default nprocs / nodes)")
     p.add_argument("--mapping", help="--map-by value of the run")
     p.add_argument("--binding", help="--bind-to value of the run")
-    p.add_argument("--mca", action="append", default=[], metavar="KEY=VALUE",
-                   help="MCA setting of the run (repeatable)")
+    p.add_argument("--mca", action=_McaAction, nargs="+", default=[], metavar="KEY VALUE",
+                   help="MCA setting of the run, as mpirun takes it (KEY VALUE, or KEY=VALUE; "
+                        "repeatable); the '### cmd:' line's are read too")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="OSU: an option the file's '### cmd:' line does not record: "
                         "test_calls (-t), iterations (-i), warmup (-x); repeatable")
-    p.add_argument("--mpi", default="unknown", help="MPI name, free text")
-    p.add_argument("--mpi-version", default="unknown", help="MPI version, free text")
+    p.add_argument("--mpi", help="MPI of the run: openmpi, mpich or free text (default: the "
+                   "installed MPI's)")
+    p.add_argument("--mpi-version", help="its version, whose table names forced ids "
+                   "(default: the installed MPI's)")
     p.add_argument("--repetition", default="0", help="repetition number (default 0)")
     p.add_argument("--campaign", help="campaign name (default: the -o folder's name)")
     p.set_defaults(func=cmd_ingest)
@@ -59,13 +68,27 @@ def _int(flag: str, value: str | None, high: int = options.MAX_NPROCS) -> int | 
         raise UserError(f"{flag}: {e}") from None
 
 
-def _mca(items: list[str]) -> tuple[tuple[str, str], ...]:
+class _McaAction(argparse.Action):
+    """`--mca KEY VALUE` as mpirun spells it, or `--mca KEY=VALUE`; words after the pair
+    are files (argparse cannot take "one or two" words)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option: str | None = None) -> None:
+        words = [str(v) for v in (values or [])]
+        take = 1 if "=" in words[0] else 2
+        pair, rest = words[:take], words[take:]
+        getattr(namespace, self.dest).append(pair)
+        namespace.more_files = [*getattr(namespace, "more_files", []), *map(Path, rest)]
+
+
+def _mca(items: list[list[str]]) -> tuple[tuple[str, str], ...]:
     pairs = []
     for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip() or not value.strip():
-            raise UserError(f"--mca: {item!r} is not valid; expected KEY=VALUE, e.g. "
-                            "coll_tuned_bcast_algorithm=6")
+        key, value = item if len(item) == 2 else (item[0].partition("=")[0],
+                                                 item[0].partition("=")[2])
+        if not key.strip() or not value.strip():
+            raise UserError(f"--mca: {' '.join(item)!r} is not valid; expected KEY VALUE (or "
+                            "KEY=VALUE), e.g. coll_tuned_bcast_algorithm 6")
         pairs.append((key.strip(), value.strip()))
     return tuple(pairs)
 
@@ -81,22 +104,37 @@ def _params(items: list[str]) -> tuple[tuple[str, int], ...]:
     return tuple(pairs)
 
 
-def options_from_args(args: argparse.Namespace) -> IngestOptions:
+def _installed() -> MpiInstall | None:
+    """The MPI here (its table names the ids of runs of its version), if there is one."""
+    try:
+        return find_mpi()
+    except UserError:
+        return None
+
+
+def options_from_args(args: argparse.Namespace,
+                      installed: MpiInstall | None = None) -> IngestOptions:
     nodes = _int("--nodes", args.nodes)
     repetition = _int("--repetition", args.repetition)
     return IngestOptions(
         collective=args.collective, algorithm=args.algorithm,
         nprocs=_int("--nprocs", args.nprocs), nodes=1 if nodes is None else nodes,
         ppn=_int("--ppn", args.ppn), mapping=args.mapping, binding=args.binding,
-        mca=_mca(args.mca), mpi=args.mpi, mpi_version=args.mpi_version,
+        mca=_mca(args.mca),
+        mpi=args.mpi or (installed.implementation if installed else "unknown"),
+        mpi_version=args.mpi_version or (installed.version if installed else "unknown"),
         repetition=0 if repetition is None else repetition, campaign=args.campaign,
         format=args.format, params=_params(args.param))
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    options = options_from_args(args)
-    written = ingest_files(list(args.files), args.output, options, log=print)
-    skipped = len(args.files) - len(written)
+    files = [*args.files, *getattr(args, "more_files", [])]
+    if not files:
+        raise UserError("collbench ingest: no FILE given (see --help)")
+    installed = _installed()
+    options = options_from_args(args, installed)
+    written = ingest_files(files, args.output, options, log=print, installed=installed)
+    skipped = len(files) - len(written)
     print(f"{args.output}: {len(written)} launch{'es' if len(written) != 1 else ''} stored"
           + (f", {skipped} already there" if skipped else ""))
     return 0

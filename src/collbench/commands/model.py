@@ -290,7 +290,8 @@ def add_network(p: argparse.ArgumentParser, dest: str = "network") -> None:
     p.add_argument("--network", dest=dest, choices=("mpi", "smpi", "serial"), default="mpi",
                    help="how messages share time: mpi = eager sends overlap their latency, "
                         "rendezvous from 4 KiB (Open MPI's sm eager limit); smpi = SimGrid: "
-                        "transfers start when the receive is posted, rendezvous from 64 KiB; "
+                        "transfers start when the receive is posted and share links, "
+                        "rendezvous from 64 KiB, timed from each rank's barrier exit; "
                         "serial = whole transfers one after another (default: %(default)s)")
 
 

@@ -34,12 +34,13 @@ def _row(name: str) -> dict[str, Any]:
 def cmd_platforms(args: argparse.Namespace) -> int:
     rows = [_row(name) for name in builtin_names()]
     if args.format == "json":
-        print(json.dumps(rows, indent=1))
+        options.emit(args, json.dumps(rows, indent=1))
         return 0
-    print(render(rows, list(rows[0]), args.format))
+    text = render(rows, list(rows[0]), args.format)
     if args.format == "table":
-        print("\nPer level: one-way ping-pong latency (µs) and bandwidth (MB/s). Details: "
-              "`collbench platform show NAME`; your own: `collbench platform new FILE`.")
+        text += ("\n\nPer level: one-way ping-pong latency (µs) and bandwidth (MB/s). Details: "
+                 "`collbench platform show NAME`; your own: `collbench platform new FILE`.")
+    options.emit(args, text)
     return 0
 
 
@@ -92,6 +93,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise UserError(f"{args.out}: already exists; add --force to overwrite it")
     measured, notes = (_p2p_points(args.results) if args.results.is_file()
                        else read_pingpongs(args.results))
+    overheads = _p2p_overheads(args.overheads or (args.results if args.results.is_file()
+                                                  else None), notes, explicit=args.overheads)
     if args.base is None:
         name = args.name or args.out.stem
         base = parse_cluster(new_template(Shape(name)), "template")
@@ -110,7 +113,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     base = base.model_copy(update={"source": f"ping-pongs measured in {args.results} "
                                              f"({', '.join(sorted(measured))}); the rest from "
                                              f"{base.name}"})
-    result = calibrate(measured, base, simulate, str(args.results))
+    if args.collectives is None:
+        result = calibrate(measured, base, simulate, str(args.results), overheads)
+    else:
+        from collbench.commands import calibrate_collectives as fit
+
+        result, trials, best = fit.fit(
+            args.collectives, measured, overheads,
+            lambda over: calibrate(measured, base, simulate, str(args.results), over))
+        print(render([{"candidate": t.label, "chosen": i == best,
+                       "overheads (o_s/o_r µs)": ", ".join(
+                           f"{lv} {a:.3g}/{b:.3g}" for lv, (a, b) in t.overheads.items()),
+                       "points": t.points, "median error %": round(t.median_abs_pct, 2),
+                       "p95 error %": round(t.p95_abs_pct, 2)}
+                      for i, t in enumerate(trials)],
+                     ["candidate", "chosen", "overheads (o_s/o_r µs)", "points",
+                      "median error %", "p95 error %"], "table"))
     header = (f"# {result.cluster.name}: calibrated by `collbench platform calibrate` from "
               f"{args.results}\n# (Hockney fit per level + per-level size factors; the "
               "simulated ping-pong is checked\n# against the measured one: see [calibration]).")
@@ -123,8 +141,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for lv in result.measured:
         level = result.cluster.level(lv)
         assert level is not None
+        over = (f"; overheads o_s {level.send_overhead_us:.3g} µs, o_r "
+                f"{level.recv_overhead_us:.3g} µs per message" if level.overheads() else "")
         print(f"{lv}: latency {level.latency_us:.4g} µs, bandwidth {level.bandwidth_mbs:.6g} "
-              "MB/s (Hockney fit)")
+              f"MB/s (Hockney fit){over}")
     for note in notes + result.notes:
         print(f"note: {note}")
     print(f"wrote {args.out}: simulated ping-pong within {result.max_error_pct():.2f} % of "
@@ -149,9 +169,29 @@ def _p2p_points(path: Path) -> tuple[dict[str, dict[int, float]], list[str]]:
     return measured, notes
 
 
+def _p2p_overheads(path: Path | None, notes: list[str],
+                   explicit: Path | None) -> dict[str, tuple[float, float]]:
+    """(o_s, o_r) per platform level from a .p2p.toml's [levels.<level>.loggp] tables."""
+    from collbench.models.p2pfile import read_p2p
+
+    if path is None:
+        return {}
+    model = read_p2p(path, required_levels=())
+    found = {P2P_LEVELS[lv]: (lm.loggp.o_s_us, lm.loggp.o_r_us)
+             for lv, lm in model.levels.items() if lm.loggp is not None and lv in P2P_LEVELS}
+    if not found and explicit is not None:
+        raise UserError(f"{path}: --overheads: no [levels.<level>.loggp] table; valid: a "
+                        "file written by `collbench model loggp`")
+    if found:
+        notes.append(f"per-message overheads (LogGP o_s, o_r) from {path}: "
+                     + ", ".join(f"{lv} {s:.3g}/{r:.3g} µs" for lv, (s, r) in found.items()))
+    return found
+
+
 def add_parser(sub: options.Subparsers) -> None:
     s = sub.add_parser("platforms", help="built-in simulated clusters and their parameters")
     s.add_argument("--format", choices=FORMATS, default="table")
+    options.add_table_output(s)
     s.set_defaults(func=cmd_platforms)
 
     p = sub.add_parser("platform", help="describe, inspect and calibrate a simulated cluster")
@@ -187,6 +227,14 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="description giving nodes, sockets, cores and topology (built-in "
                         "or file; default: the `platform new` template)")
     s.add_argument("--name", help="platform name (default: the output file name)")
+    s.add_argument("--overheads", type=Path, metavar="P2P_TOML",
+                   help="a .p2p.toml from `collbench model loggp`: its per-level LogGP "
+                        "overheads (o_s, o_r) are charged per message in the simulation "
+                        "(default: those of RESULTS when it is such a file)")
+    s.add_argument("--collectives", type=Path, metavar="RESULTS",
+                   help="a results folder of collectives measured on the machine: the "
+                        "per-message overheads are chosen so that simulating them comes "
+                        "closest (a few candidates, each simulated; docs/simgrid.md)")
     s.add_argument("--force", action="store_true", help="overwrite an existing file")
     s.set_defaults(func=cmd_calibrate)
 

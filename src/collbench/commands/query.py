@@ -19,6 +19,7 @@ def add_parser(sub: options.Subparsers) -> None:
     s.add_argument("results", type=Path)
     s.add_argument("sql")
     options.add_format(s)
+    options.add_table_output(s)
     s.set_defaults(func=cmd_query)
 
     s = sub.add_parser("export", help="write measurements (or samples) to CSV or Parquet")
@@ -33,14 +34,26 @@ def add_parser(sub: options.Subparsers) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    if not args.sql.strip():
+        raise UserError('query: the SQL is empty; e.g. "SELECT collective, count(*) FROM '
+                        'measurements GROUP BY 1"')
     con = Store(args.results).connect()
     try:
         cur = con.execute(args.sql)
+        # None (not a cursor) for a statement that is only a comment
+        description = getattr(cur, "description", None)
+        names = [d[0] for d in description] if description else []
+        fetched = cur.fetchall() if names else []  # DuckDB may fail here too (casts)
     except duckdb.Error as e:
-        raise UserError(f"query: {str(e).splitlines()[0]}") from None
-    names = [d[0] for d in cur.description] if cur.description else []
-    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    print(render(rows, names, args.format))
+        # DuckDB's first line says what and where; the rest repeats the SQL with a caret.
+        raise UserError(f"query: {str(e).strip().splitlines()[0]}") from None
+    finally:
+        con.close()
+    if not names:
+        raise UserError("query: the statement returns no table (only a SELECT, or another "
+                        "statement returning rows, prints one)")
+    rows = [dict(zip(names, r, strict=True)) for r in fetched]
+    options.emit(args, render(rows, names, args.format))
     return 0
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from collbench.analyse.compare import STATS
+from collbench.analyse.compare import COMPARE_STATS, STATS
 from collbench.commands import options
+from collbench.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,9 +23,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="report folder (created; an earlier report there is replaced)")
     s.add_argument("--baseline", default="default",
                    help="algorithm label to compare against (default: %(default)s)")
-    s.add_argument("--stat", choices=tuple(STATS), default="avg",
-                   help="column compared: avg_us (OSU's), median_us, min_us or max_us "
-                        "(default: %(default)s)")
+    s.add_argument("--stat", choices=tuple(COMPARE_STATS), default="avg",
+                   help="figure compared, as in `collbench compare`: avg_us (OSU's, the "
+                        "default), median_us, min_us, max_us, completion_us, or a "
+                        "non-blocking figure (docs/statistics.md)")
     s.add_argument("--collective", help="only this collective")
     s.add_argument("--confidence", type=options.fraction, default=0.95,
                    help="confidence level of intervals and tests (default: %(default)s)")
@@ -43,6 +45,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def cmd_report(args: argparse.Namespace) -> int:
     # Imported here: matplotlib takes a moment to load, other commands should not wait.
     from collbench.report.build import Options, build_report
+
+    if (args.model or args.against) and args.stat not in STATS:
+        raise UserError(f"report: --stat {args.stat} with --model/--against: the models "
+                        f"section compares {', '.join(STATS)} only; valid: one of those")
 
     written = build_report(args.results, args.output, Options(
         baseline=args.baseline, stat=args.stat, collective=args.collective,

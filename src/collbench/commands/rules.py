@@ -28,6 +28,7 @@ def add_parser(sub: options.Subparsers) -> None:
                                   "ignore or misread part of it.")
     c.add_argument("rules", type=Path)
     options.add_mpi(c)
+    options.add_table_output(c)
     c.set_defaults(func=cmd_check)
 
     vf = ra.add_parser("verify", help="prove Open MPI runs what the file says",
@@ -64,7 +65,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         catalog = Catalog(catalog.implementation, catalog.version, "Open MPI 5.0 table",
                           fallback())
     report = check(args.rules, catalog)
-    sys.stdout.write(render_report(report))
+    options.emit(args, render_report(report).rstrip("\n"))
     return 0 if report.ok else 1
 
 

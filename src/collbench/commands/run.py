@@ -1,4 +1,5 @@
-"""`collbench plan SPEC` and `collbench run SPEC -o RESULTS [--resume] [--dry-run]`."""
+"""`collbench plan SPEC` and `collbench run SPEC -o RESULTS [--resume] [--dry-run]`; instead
+of SPEC, a campaign given as options (commands/oneliner.py)."""
 
 from __future__ import annotations
 
@@ -10,28 +11,31 @@ from pathlib import Path
 from collbench.campaign import (
     Prepared,
     Request,
-    SpecSource,
     build_binary,
     open_campaign,
     prepare,
 )
-from collbench.commands import options
+from collbench.commands import oneliner, options
 from collbench.errors import UserError
+from collbench.plan import Launch
 from collbench.progress import fmt_duration
 from collbench.runner import Summary
 
 
 def add_parser(sub: options.Subparsers) -> None:
     s = sub.add_parser("plan", help="the launches and points a spec will run")
-    s.add_argument("spec", type=Path)
-    options.add_format(s, ("table", "json"))
+    s.add_argument("spec", type=Path, nargs="?", help="spec file (or the options below)")
+    options.add_format(s, ("table", "json", "toml"))
+    options.add_table_output(s)
+    oneliner.add_options(s)
     options.add_backend(s)
     s.add_argument("--platform", help="simgrid: built-in platform or cluster TOML")
     options.add_mpi(s)
     s.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("run", help="run a campaign into a results folder")
-    s.add_argument("spec", type=Path)
+    s.add_argument("spec", type=Path, nargs="?",
+                   help="spec file (or the options below; with --resume alone, the folder's)")
     options.add_output(s, "results folder (required unless --dry-run)")
     s.add_argument("--resume", action="store_true", help="skip launches already stored")
     s.add_argument("--dry-run", action="store_true",
@@ -43,36 +47,58 @@ def add_parser(sub: options.Subparsers) -> None:
                                       "(overrides run.simgrid.platform)")
     options.add_kernel_debug(s)
     options.add_mpi(s)
+    oneliner.add_options(s)
     s.set_defaults(func=cmd_run)
 
 
 def _prepared(args: argparse.Namespace) -> Prepared:
-    source = SpecSource.from_file(args.spec)
+    source = oneliner.source(args)
     out = getattr(args, "output", None) or Path("results") / source.spec.campaign.name
-    return prepare(source, options.mpi(args), Request(out, backend=args.backend,
-                                                      platform=args.platform))
+    with oneliner.options_named():
+        return prepare(source, options.mpi(args), Request(out, backend=args.backend,
+                                                          platform=args.platform))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    if args.format == "toml":  # the spec as a file would hold it: a start for your own
+        options.emit(args, oneliner.source(args).text.rstrip("\n"))
+        return 0
     prepared = _prepared(args)
     plan, mpi = prepared.plan, prepared.mpi
     if args.format == "json":
-        print(json.dumps(plan.to_json(), indent=1))
+        options.emit(args, json.dumps(plan.to_json(), indent=1))
         return 0
-    print(f"campaign {plan.campaign}: {len(plan.launches)} launches, {plan.points_total()} "
-          f"points, seed {plan.seed}, {mpi.implementation} {mpi.version}")
+    mpis = ", ".join(prepared.mpis) or f"{mpi.implementation} {mpi.version}"
+    lines = [f"campaign {plan.campaign}: {len(plan.launches)} launches, "
+             f"{plan.points_total()} points, seed {plan.seed}, {mpis}"]
     for la in plan.launches:
         colls = sorted({p.collective for p in la.points})
         algs = len({(p.collective, p.algorithm, p.segsize, p.fanout) for p in la.points})
-        extra = " ".join(f"{k}={v}" for k, v in [*la.swept, *(
+        extra = " ".join(f"{k}={v}" for k, v in [*(
+            [("mpi", la.mpi)] if la.mpi else []), *(
+            [("ppn", la.ppn)] if la.ppn else []), *la.swept, *_nonblocking(la), *(
             la.program.params if la.program is not None else ())])
-        print(f"  {la.launch_id}  np={la.nprocs:<4d} map-by={la.mapping:<7s} "
-              f"bind-to={la.binding:<5s} rep={la.repetition} select={la.selection:<6s} "
-              f"{len(la.points):4d} points ({algs} algorithm variants: {', '.join(colls)})"
-              f"{' ' + extra if extra else ''}")
-    print(f"estimated time: {fmt_duration(plan.estimate_seconds())} (rough model: launch "
-          "start-up plus iterations × modelled latency)")
+        lines.append(f"  {la.launch_id}  np={la.nprocs:<4d} map-by={la.mapping:<7s} "
+                     f"bind-to={la.binding:<5s} rep={la.repetition} "
+                     f"select={la.selection:<6s} {len(la.points):4d} points ({algs} "
+                     f"algorithm variants: {', '.join(colls)}){' ' + extra if extra else ''}")
+    lines.append(f"estimated time: {fmt_duration(plan.estimate_seconds())} (rough model: "
+                 "launch start-up plus iterations × modelled latency)")
+    lines += [f"skipped: {note}" for note in plan.notes]
+    options.emit(args, "\n".join(lines))
     return 0
+
+
+def _nonblocking(la: Launch) -> list[tuple[str, str]]:
+    """A launch's non-blocking settings: MPI_Test counts, compute, hideable-compute sweep."""
+    nb = [p for p in la.points if p.test_calls is not None]
+    if not nb:
+        return []
+    out = [("test_calls", ",".join(str(t) for t in sorted({p.test_calls for p in nb
+                                                            if p.test_calls is not None}))),
+           ("compute", ",".join(sorted({p.compute or "auto" for p in nb})))]
+    hide = max(p.hide_steps for p in nb)
+    return out + ([("hide_steps", str(hide))] if hide else [])
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -84,10 +110,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     if args.output is None:
         raise UserError("collbench run: -o/--output is required (except with --dry-run)")
-    camp = open_campaign(SpecSource.from_file(args.spec), options.mpi(args),
-                         Request(args.output, resume=args.resume,
-                                 retry_failed=args.retry_failed, backend=args.backend,
-                                 platform=args.platform))
+    with oneliner.options_named():
+        camp = open_campaign(oneliner.source(args), options.mpi(args),
+                             Request(args.output, resume=args.resume,
+                                     retry_failed=args.retry_failed, backend=args.backend,
+                                     platform=args.platform))
     line = camp.backend.describe()
     if line:
         print(line, file=sys.stderr)
@@ -97,8 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def report(summary: Summary, output: Path) -> int:
     """The end-of-run lines, and the exit status: 130 interrupted, 1 something missing."""
-    print(f"{output}: {summary.launches} launches ({summary.skipped} already stored); "
-          f"this run: {summary.by_status or 'nothing to do'}; points: {summary.points}")
+    print(f"{output}: {summary.words()}")
     if summary.interrupted:
         return 130
     if summary.lost:

@@ -35,10 +35,12 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="report on a study folder (figures in FOLDER/report)")
     options.add_backend(s)
     options.add_mpi(s)
+    options.add_verbosity(s)
     s.set_defaults(func=cmd_study)
 
 
 def cmd_study(args: argparse.Namespace) -> int:
+    options.apply_verbosity(args)
     if args.report and args.source.is_dir():
         return _report(args.source)
     if args.source.is_dir():
@@ -59,11 +61,16 @@ def cmd_study(args: argparse.Namespace) -> int:
                       study.name)
     if args.output is None:
         raise UserError("collbench study: -o/--output is required to run a study")
-    from collbench.study.run import run_study
+    from collbench.progress import overall
+    from collbench.study.run import read_decisions, run_study
+    from collbench.study.spec import resolve
 
-    result = run_study(study, args.output, mpi, mca, resume=args.resume,
-                       backend_name=args.backend,
-                       say=lambda msg: print(f"collbench study: {msg}", file=sys.stderr))
+    params = resolve(study, mca, f"{mpi.implementation} {mpi.version}")
+    left = len(params) - (len(read_decisions(args.output, params)) if args.resume else 0)
+    with overall("study stages", left):  # one bar over the stages, each stage's under it
+        result = run_study(study, args.output, mpi, mca, resume=args.resume,
+                           backend_name=args.backend,
+                           say=lambda msg: print(f"collbench study: {msg}", file=sys.stderr))
     if result.interrupted:
         print(f"{args.output}: interrupted; finished launches are stored; continue with "
               f"collbench study {args.source} -o {args.output} --resume", file=sys.stderr)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from collbench.analyse import columns
 from collbench.commands import adaptive, options
 from collbench.errors import UserError
 from collbench.sizes import expand_sizes
@@ -99,17 +100,23 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="switch less: between neighbouring sizes keep the previous choice "
                         "while it is at most this much slower than the best (0: no "
                         "smoothing; default: %(default)s)")
-    b.add_argument("--stat", choices=("avg", "median", "min", "max"), default="avg",
-                   help="column compared (default: %(default)s, OSU's average)")
+    b.add_argument("--stat", choices=tuple(columns.STATS), default="avg",
+                   help="figure compared: avg_us (OSU's average, the default), median_us, "
+                        "min_us, max_us or completion_us (measure.timing = \"completion\")")
     b.add_argument("--collective", action="append", default=[],
                    help="only this collective (repeatable)")
     b.add_argument("--map-by", help="where several placements were measured: use this one")
     b.add_argument("--bind-to", help="where several bindings were measured: use this one")
+    b.add_argument("--measured-mpi", metavar="KEY",
+                   help="a campaign of several MPIs ([measure] mpi): tune this one's rows, "
+                        "e.g. openmpi-4.1.8 (one file per MPI, each in the format that MPI "
+                        "reads; docs/mpis.md)")
     b.add_argument("--rules-version", choices=("auto", "1", "2"), default="auto",
                    help="Open MPI file format: 2 = rule-file-version-2 with max-requests "
                         "(Open MPI >= 4.1.8 / 5.0.7), 1 = classic (default: auto, from the "
                         "measured version)")
     options.add_mpi(b)
+    options.add_verbosity(b)
     b.set_defaults(func=cmd_build)
 
     adaptive.add_arguments(b)  # --adaptive and its options
@@ -137,6 +144,7 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="order of the arms (default: 1)")
     v.add_argument("--timeout", type=options.seconds, default=600, help="seconds per launch")
     options.add_mpi(v)
+    options.add_verbosity(v)
     v.set_defaults(func=cmd_validate)
 
 
@@ -244,21 +252,52 @@ def cmd_build(args: argparse.Namespace) -> int:
                         "[0, 1)")
     if not 0 <= args.min_gain < 1:
         raise UserError(f"--min-gain {args.min_gain}: not valid; valid: a fraction in [0, 1)")
-    store = Store(args.results)
+    store = _one_mpi(Store(args.results), args.measured_mpi)
     opts = Options(significance=not args.no_significance, confidence=args.confidence,
                       min_gain=args.min_gain, stat=args.stat,
                       collectives=tuple(args.collective), map_by=args.map_by,
                       bind_to=args.bind_to, max_regret=args.max_regret)
     if args.adaptive:  # measures (or replays) first; then written like any selection
-        selection, args.results = adaptive.selection(args, opts)
+        from collbench.progress import overall
+
+        options.apply_verbosity(args)
+        with overall("adaptive rounds", None):  # how many rounds depends on the data
+            selection, args.results = adaptive.selection(args, opts)
     else:
         selection = select(store, opts)
+    if store.only_mpi is not None:
+        print(f"collbench: tuning the rows of {store.only_mpi}", file=sys.stderr)
     if not selection.tested:
         print("collbench: warning: --no-significance: choices are the fastest per size, "
               "untested; validate them with `collbench tune validate`", file=sys.stderr)
     if args.mpich:
         return _build_mpich(args, selection)
     return _build_ompi(args, selection)
+
+
+def _one_mpi(store: Store, key: str | None) -> Store:
+    """The rows of one MPI: a rules file is written for the MPI it was measured with, so a
+    campaign of several MPIs is tuned one MPI (--measured-mpi KEY) at a time."""
+    if not store.meta_path.exists():
+        return store  # the reader says what is wrong with the folder
+    con = store.connect()
+    try:
+        keys = sorted(str(k) for (k,) in con.execute(
+            "SELECT DISTINCT mpi FROM measurements WHERE mpi IS NOT NULL").fetchall())
+    finally:
+        con.close()
+    if key is None:
+        if len(keys) > 1:
+            raise UserError(f"{store.root}: holds rows of {len(keys)} MPIs; a rules file is "
+                            "for one: add --measured-mpi KEY (valid: "
+                            f"{', '.join(keys)}) and write one file per MPI")
+        return store
+    if key not in keys:
+        from collbench.errors import did_you_mean
+
+        raise UserError(f"--measured-mpi {key!r}: no rows of it in {store.root}; valid: "
+                        f"{', '.join(keys) or 'none'}{did_you_mean(key, keys)}")
+    return Store(store.root, only_mpi=key)
 
 
 def _build_ompi(args: argparse.Namespace, selection: Any) -> int:
@@ -332,6 +371,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from collbench.tune.rules import parse_rules
     from collbench.tune.validate import render, validate
 
+    options.apply_verbosity(args)
     reading = parse_rules(read_file(args.rules))
     if reading.rules is None:
         raise UserError(f"{args.rules}: Open MPI would ignore this file; run `collbench rules "

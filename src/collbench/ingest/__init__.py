@@ -20,9 +20,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from collbench.campaign import create_folder
-from collbench.catalog.openmpi import FALLBACK_5_0, LIBNBC_FALLBACK_5_0
+from collbench.catalog.algorithms import Catalog
+from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
+from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError, choice_error
 from collbench.ingest.common import KNOWN_NAMES, NONBLOCKING_NAMES, ParsedFile, ParsedRow
+from collbench.ingest.forced import catalog_for, merged_mca, mpich_forced, recorded_mca
 from collbench.ingest.imb import is_banner, parse_imb
 from collbench.ingest.osu import (
     TWO_PROCESS_TESTS,
@@ -233,26 +236,52 @@ def _forced(mca: dict[str, str]) -> tuple[dict[str, tuple[str, int]], dict[str, 
     return ids, extra[0], extra[1]
 
 
-def _algorithm(collective: str, opts: IngestOptions,
-               forced: dict[str, tuple[str, int]]) -> tuple[str, int | None, str]:
-    """(name, Open MPI id, selection) of the algorithm that produced a row."""
+def _algorithm(collective: str, opts: IngestOptions, forced: dict[str, tuple[str, int]],
+               by_name: dict[str, str], catalog: Catalog | None,
+               name: str) -> tuple[str, int | None, str]:
+    """(name, id, selection) of the algorithm that produced a row: what --algorithm says,
+    else what the run forced (an Open MPI id or an MPICH name), named with the table of
+    the file's MPI version; never `default` for a forced run."""
     key, ident = forced.get(collective, ("", None))
-    selection = "none" if ident is None else "launch"
-    if opts.algorithm is not None:  # the user knows what ran (e.g. an id Open MPI ignored)
-        return opts.algorithm, 0 if opts.algorithm == "default" else ident, selection
-    if not ident:
-        return "default", 0, selection
-    names = FALLBACK_5_0.get(collective) or LIBNBC_FALLBACK_5_0.get(collective, ())
-    if 1 <= ident <= len(names):
-        return names[ident - 1], ident, selection
-    valid = f"valid: 0..{len(names)}" if names else "collbench has no table of its ids"
-    raise UserError(f"--mca {key}={ident}: not a known Open MPI 5.0 {collective} algorithm "
-                    f"id ({valid}); Open MPI ignores unknown ids and runs its default, so "
-                    "name what ran with --algorithm")
+    named = by_name.get(collective)
+    selection = "none" if ident is None and named is None else "launch"
+    where = f"{name}: --algorithm" if opts.algorithm is not None else \
+        f"{name}: {key or 'MPIR_CVAR_' + collective.upper() + '_INTRA_ALGORITHM'}"
+    ref: str | int | None = opts.algorithm if opts.algorithm is not None else \
+        (ident if ident is not None else named)
+    if opts.algorithm is not None and opts.algorithm.strip().isdigit():
+        ref = int(opts.algorithm)
+    if ref is None or ref == 0 or (isinstance(ref, str) and ref.strip().lower() == "default"):
+        # `--algorithm default` over a forced id: the user knows Open MPI ignored it.
+        return "default", 0 if catalog is None or catalog.implementation == "openmpi" \
+            else None, selection
+    if catalog is None:
+        if opts.algorithm is None:
+            raise UserError(f"{where} {ref}: collbench has no algorithm table for "
+                            f"{opts.mpi} {opts.mpi_version} to name it; give --mpi and "
+                            "--mpi-version of the run, or name what ran with --algorithm")
+        return opts.algorithm, ident, selection
+    try:
+        alg = catalog.resolve(collective, ref, where)
+    except UserError as e:
+        if ident is not None and opts.algorithm is None:
+            raise UserError(f"{e}; Open MPI ignores unknown ids and runs its default, so "
+                            "name what ran with --algorithm") from None
+        raise
+    if ident is not None and alg.id is not None and alg.id != ident:
+        raise UserError(f"{where} {opts.algorithm}: the run forced {key} {ident}, which is "
+                        f"{_name_of(catalog, collective, ident)} in {catalog.implementation} "
+                        f"{catalog.version}")
+    return alg.name, alg.id, selection
+
+
+def _name_of(catalog: Catalog, collective: str, ident: int) -> str:
+    return next((repr(a.name) for a in catalog.of(collective) if a.id == ident),
+                "no algorithm")
 
 
 def build_rows(parsed: ParsedFile, opts: IngestOptions, campaign: str, launch_id: str,
-               name: str) -> list[dict[str, Any]]:
+               name: str, catalog: Catalog | None = None) -> list[dict[str, Any]]:
     """Tidy rows of one parsed file (records.make_row)."""
     rows = parsed.rows
     if opts.collective is not None:  # for IMB a filter; OSU already agreed with the title
@@ -266,8 +295,13 @@ def build_rows(parsed: ParsedFile, opts: IngestOptions, campaign: str, launch_id
                         f"every benchmark in the file ({', '.join(collectives)}); add "
                         "--collective to pick one")
     launch = _launch(parsed, opts, name)
-    mca = dict(opts.mca)
+    mca = merged_mca(opts.mca, recorded_mca(parsed.command), name)
     ids, segsizes, fanouts = _forced(mca)
+    by_name = mpich_forced(mca)
+    # Forcing keys are not parameters (catalog/forcing.py): the algorithm columns say what
+    # ran, so a forced file and the default run of the same experiment compare.
+    params_mca = {k: v for k, v in sorted(mca.items())
+                  if not is_forcing_mca(k) and not is_forcing_env(k)}
     suite = _suite_params(parsed, launch)
     settings = _osu_settings(parsed, opts, name)
     out = []
@@ -276,8 +310,9 @@ def build_rows(parsed: ParsedFile, opts: IngestOptions, campaign: str, launch_id
         if r.collective in NONBLOCKING_NAMES and "test_calls" in settings:
             # OSU sizes its dummy compute to the pure time: collbench's compute "auto"
             metrics.update(test_calls=settings["test_calls"], compute="auto")
-        algorithm, algorithm_id, selection = _algorithm(r.collective, opts, ids)
-        params = {"mca": mca, parsed.kind: dict(suite, **(
+        algorithm, algorithm_id, selection = _algorithm(r.collective, opts, ids, by_name,
+                                                        catalog, name)
+        params = {"mca": params_mca, parsed.kind: dict(suite, **(
             {"datatype": r.datatype} if r.datatype else {}))}
         out.append(make_row(
             campaign=campaign, launch_id=launch_id, repetition=opts.repetition,
@@ -375,13 +410,16 @@ def _ingested_digests(store: Store) -> dict[str, str]:
 
 
 def ingest_files(paths: list[Path], out: Path, options: IngestOptions,
-                 log: Callable[[str], None] | None = None) -> list[str]:
+                 log: Callable[[str], None] | None = None,
+                 installed: MpiInstall | None = None) -> list[str]:
     """Store each file as one launch in `out`; return the launch ids written.
 
     Every file is parsed and checked before anything is written, so a bad file leaves the
-    folder as it was. A file already stored with the same options is skipped."""
+    folder as it was. A file already stored with the same options is skipped. `installed`:
+    the MPI here, whose algorithm table names the ids of runs of its version."""
     say = log or (lambda _msg: None)
     check_options(options)
+    catalog = catalog_for(options.mpi, options.mpi_version, installed)
     sources = [_read(p, options) for p in paths]
     campaign = _campaign(out, options)
     # --format only says how to read the file, not what it holds: left out of the id.
@@ -392,7 +430,7 @@ def ingest_files(paths: list[Path], out: Path, options: IngestOptions,
         h = hashlib.sha256(src.data + opts_json.encode()).hexdigest()
         lid = f"{src.parsed.kind}-{h[:12]}"
         prepared.append((src, lid, build_rows(src.parsed, options, campaign, lid,
-                                              str(src.path))))
+                                              str(src.path), catalog)))
     written: list[str] = []
     try:
         store = _open_store(out, campaign, paths)

@@ -20,6 +20,9 @@ from collbench.buildcache import BuildError, cache_key, cached_build
 
 KERNEL_NAME = "collbench_kernel"
 SOURCE_NAME = "collbench_kernel.c"
+# Compiled into every kernel beside SOURCE_NAME (with their headers in the fingerprint):
+# clock synchronisation and the completion-time loop.
+SUPPORT_NAMES = ("clocksync.c",)
 _PROBE_TIMEOUT_S = 60
 
 
@@ -72,6 +75,15 @@ def kernel_source() -> Path:
     return Path(str(resources.files("collbench.kernel").joinpath(SOURCE_NAME)))
 
 
+def _package_dir() -> Path:
+    return Path(str(resources.files("collbench.kernel")))
+
+
+def support_sources() -> list[Path]:
+    """The C sources every kernel build links in beside the kernel source."""
+    return [_package_dir() / name for name in SUPPORT_NAMES]
+
+
 def port_sources() -> list[Path]:
     """The C sources of collbench's ports of Open MPI's algorithms (kernel/ports/), without
     their test driver: what the SimGrid build links into the kernel."""
@@ -81,8 +93,9 @@ def port_sources() -> list[Path]:
 
 def _command(mpicc: Path, out: Path, src: Path, extra_cflags: Sequence[str],
              extra_sources: Sequence[Path] = ()) -> list[str]:
-    return [str(mpicc), "-O2", *extra_cflags, "-o", str(out), str(src),
-            *(str(p) for p in extra_sources), "-lm"]
+    # -I: the support headers are found wherever the kernel source is
+    return [str(mpicc), "-O2", *extra_cflags, "-I", str(_package_dir()), "-o", str(out),
+            str(src), *(str(p) for p in extra_sources), "-lm"]
 
 
 def build_kernel(mpicc: Path, cache_dir: Path | None = None,
@@ -90,12 +103,14 @@ def build_kernel(mpicc: Path, cache_dir: Path | None = None,
                  extra_sources: Sequence[Path] = ()) -> KernelBinary:
     """Compile the kernel (or reuse the cached binary) and return where it is.
 
-    `extra_sources` (the SimGrid build's ports) are compiled and linked in; their contents
-    (and those of the headers beside them) are part of the fingerprint.
+    The support sources and `extra_sources` (the SimGrid build's ports) are compiled and
+    linked in; their contents (and those of the headers beside them) are part of the
+    fingerprint.
     """
     src = kernel_source()
     parts: list[str | bytes] = [mpi_fingerprint(mpicc), src.read_bytes(),
                                  "\0".join(extra_cflags)]
+    extra_sources = [*support_sources(), *extra_sources]
     if extra_sources:
         folders = sorted({p.parent for p in extra_sources})
         headers = sorted(h for d in folders for h in d.glob("*.h"))

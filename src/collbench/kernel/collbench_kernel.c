@@ -3,11 +3,12 @@
  * and write one JSON object per measured point.
  *
  *   mpirun ... collbench_kernel --jobs JOBFILE --output OUTFILE [--validate] [--samples]
- *              [--mpit] [--debug hang|crash|corrupt] [--debug-at N]
+ *              [--mpit] [--debug hang|crash|corrupt] [--debug-at N] [--clock-skew-us US]
  *
  * JOBFILE: one point per line, `collective algorithm_id segsize fanout size_bytes
  * iterations warmup [key=value ...]`; '#' lines and blank lines are ignored. Only rank 0
- * reads it. The key=value options are for non-blocking collectives only (see below).
+ * reads it. The key=value options are timing= (blocking collectives) and the
+ * non-blocking collectives' options (see below).
  *
  * Timing (as osu_<coll>.c): `warmup` untimed then `iterations` timed calls, each timed on
  * its own with MPI_Wtime, MPI_Barrier on the measured communicator after each call (not
@@ -22,8 +23,9 @@
  *   reduce_scatter_block: recvcount = size/P (0 when size < P: the call moves nothing).
  *
  * Point-to-point (ranks 0 and 1; other ranks only take part in the bookkeeping):
- *   latency: osu_latency ping-pong; avg=min=max = round trip / 2 over the whole timed
- *            loop, samples and median = per-iteration round trip / 2 (rank 0's clock).
+ *   latency: osu_latency ping-pong; avg=min=max = the mean over timed iterations of each
+ *            iteration's round trip / 2 (OSU 7.4 sums the per-iteration times), samples and
+ *            median = per-iteration round trip / 2 (rank 0's clock).
  *   bw:      osu_bw; per iteration a window of 64 MPI_Isend then a 4-byte ack.
  *            bandwidth_mbs = size*iterations*64 / elapsed / 1e6; avg_us=min_us=max_us =
  *            elapsed / (iterations*64), the mean time per message in a full window;
@@ -81,6 +83,28 @@
  * collbench's OSU ingest maps OSU's non-blocking tables, so rows from both sources and
  * from blocking points compare; OSU's "Overall" is overall_us. A non-blocking point costs
  * about (2 + K) times the iterations of a blocking one (plus the compute).
+ *
+ * timing=completion (optional trailing field of a blocking collective's line; timing=osu,
+ * the default, changes nothing): after the OSU loop, the clocks are synchronised and the
+ * point runs again, `warmup` + `iterations` calls each started on every rank at one common
+ * moment (clocksync.h says how). Extra keys after samples_us (and the ports' keys), null
+ * when the point is not ok: completion_us, the median over iterations of the last rank's
+ * exit minus the common start; completion_ci, its 95% confidence interval [low, high];
+ * completion_late, iterations in which a rank entered late (kept: completion is then an
+ * upper bound); synced_avg_us, the median over iterations of the rank-averaged call time
+ * in the same loop (<= completion_us by construction); sync_error_us, the measured bound
+ * of the clock synchronisation error. --clock-skew-us US (tests only) adds
+ * rank * US microseconds to every rank's clock before synchronisation.
+ *
+ * precision=F max_iterations=N max_seconds=S (optional trailing fields of a blocking
+ * collective's line, precision required for the other two; 0 < F <= 1, N in [iterations,
+ * 1000000] (default max(iterations, 100000)), 0 < S <= 3600 (default 10)): OSU's loop runs
+ * in batches, the first of `iterations`, then doubling the total, until the 95% confidence
+ * interval of the median of the rank-averaged iteration times is within +-F of it, or N
+ * iterations or S seconds (rank 0's clock, from the first batch) are reached; rank 0
+ * decides between batches (not timed). The output's `iterations` is the count run, and a
+ * key `precision` (after samples_us, the ports' and the completion keys) the relative
+ * half-width reached. The figures are OSU's over all the iterations run.
  *
  * --mpit: before a point whose (collective, algorithm, segsize, fanout) differs from the
  * previous point, every rank writes coll/tuned's control variables through MPI_T and
@@ -149,7 +173,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "clocksync.h"
 
 #define PROG "collbench_kernel"
 #define BW_WINDOW 64
@@ -211,6 +238,12 @@ enum debug_mode { DBG_NONE, DBG_HANG, DBG_CRASH, DBG_CORRUPT };
 enum status { ST_OK, ST_INVALID, ST_FAILED };
 enum compute_kind { CMP_AUTO, CMP_US, CMP_FACTOR };
 
+/* Limits of the precision options (see the header comment). */
+#define PREC_MAX_ITERS 1000000
+#define PREC_DEFAULT_ITERS 100000
+#define PREC_MAX_SECONDS 3600.0
+#define PREC_DEFAULT_SECONDS 10.0
+
 /* Limits of the non-blocking options (see the header comment). */
 #define NB_MAX_TESTS 1000000
 #define NB_MAX_FACTOR 100.0
@@ -230,6 +263,10 @@ typedef struct {
     enum compute_kind ckind;   /* compute=auto | <v>us | <v>x */
     double cval;               /* microseconds (CMP_US) or factor (CMP_FACTOR) */
     int hide;                  /* hide_steps=K: max-hideable-compute sweep, 0 = off */
+    int completion;            /* timing=completion: also the synchronised-start loop */
+    double precision;          /* precision=F: iterate until the median's CI is +-F (0: off) */
+    int max_iters;             /* max_iterations=N (precision mode) */
+    double max_seconds;        /* max_seconds=S (precision mode) */
 } job_t;
 
 typedef struct {
@@ -238,6 +275,7 @@ typedef struct {
     int validate, samples, mpit;
     enum debug_mode debug;
     long long debug_at;
+    double clock_skew; /* --clock-skew-us (tests only), seconds per rank */
 } opts_t;
 
 /* Non-blocking figures (rank 0, microseconds or percent; NAN = null). */
@@ -254,6 +292,11 @@ typedef struct {
     double avg, min, max, median, bw; /* NAN = null */
     double *samples;                  /* rank 0, iterations entries, or NULL */
     nbres_t nb;
+    cs_result_t cpl;                  /* timing=completion */
+    double sync_error;                /* seconds */
+    int iters;                        /* timed iterations run (precision mode: as many
+                                       * as it took) */
+    double precision;                 /* achieved relative CI half-width; NAN: off */
 } result_t;
 
 /* Buffers and arguments of one point on this rank. */
@@ -270,6 +313,7 @@ typedef struct {
 } point_t;
 
 static int g_rank, g_nprocs;
+static double g_clock_skew; /* --clock-skew-us, seconds */
 
 /* ------------------------------------------------------------------ small utilities */
 
@@ -445,7 +489,7 @@ static int parse_ll(const char *s, long long lo, long long hi, long long *out)
 
 static const char USAGE[] =
     "usage: " PROG " --jobs JOBFILE --output OUTFILE [--validate] [--samples] [--mpit]\n"
-    "       [--debug hang|crash|corrupt] [--debug-at N]";
+    "       [--debug hang|crash|corrupt] [--debug-at N] [--clock-skew-us US]";
 
 /* Returns 0, or writes a message to err and returns -1. */
 static int parse_args(int argc, char **argv, opts_t *o, char *err, size_t n)
@@ -476,6 +520,14 @@ static int parse_args(int argc, char **argv, opts_t *o, char *err, size_t n)
                 snprintf(err, n, "--debug: unknown mode '%s' (hang, crash, corrupt)", m);
                 return -1;
             }
+        } else if (!strcmp(a, "--clock-skew-us") && has_value) {
+            long long us;
+            if (parse_ll(argv[++i], 0, 10000000, &us)) {
+                snprintf(err, n, "--clock-skew-us: not an integer in [0, 10000000]: '%s'",
+                         argv[i]);
+                return -1;
+            }
+            o->clock_skew = (double)us * 1e-6;
         } else if (!strcmp(a, "--debug-at") && has_value) {
             if (parse_ll(argv[++i], 0, LLONG_MAX, &o->debug_at)) {
                 snprintf(err, n, "--debug-at: not a non-negative integer: '%s'", argv[i]);
@@ -533,10 +585,42 @@ static int parse_num_unit(const char *s, const char *unit, double *out)
     return 0;
 }
 
-/* Optional key=value field of a non-blocking job line; 0 or -1 with err. */
-static int parse_nb_option(char *tok, job_t *j, unsigned *seen, char *err, size_t n)
+static int is_p2p(int coll);
+
+/* precision=F (0 < F <= 1), max_iterations=N (1..PREC_MAX_ITERS), max_seconds=S
+ * (0 < S <= PREC_MAX_SECONDS); which: 0, 1, 2. 0 or -1 with err. */
+static int parse_precision_option(int which, const char *key, const char *val, job_t *j,
+                                  char *err, size_t n)
 {
-    static const char *const KEYS[3] = {"test_calls", "compute", "hide_steps"};
+    double d;
+    long long v;
+    if (which == 1) {
+        if (parse_ll(val, 1, PREC_MAX_ITERS, &v)) {
+            snprintf(err, n, "%s must be an integer in [1, %d], got '%s'", key,
+                     PREC_MAX_ITERS, val);
+            return -1;
+        }
+        j->max_iters = (int)v;
+        return 0;
+    }
+    if (parse_num_unit(val, "", &d) || d <= 0
+        || d > (which == 0 ? 1.0 : PREC_MAX_SECONDS)) {
+        snprintf(err, n, "%s must be a number in (0, %g], got '%s'", key,
+                 which == 0 ? 1.0 : PREC_MAX_SECONDS, val);
+        return -1;
+    }
+    if (which == 0)
+        j->precision = d;
+    else
+        j->max_seconds = d;
+    return 0;
+}
+
+/* Optional key=value field of a job line; 0 or -1 with err. */
+static int parse_option(char *tok, job_t *j, unsigned *seen, char *err, size_t n)
+{
+    static const char *const KEYS[7] = {"test_calls", "compute", "hide_steps", "timing",
+                                        "precision", "max_iterations", "max_seconds"};
     char *eq = strchr(tok, '=');
     const char *val;
     long long v;
@@ -544,15 +628,17 @@ static int parse_nb_option(char *tok, job_t *j, unsigned *seen, char *err, size_
     int k;
     if (!eq) {
         snprintf(err, n, "field '%s': expected key=value (test_calls=N, compute=auto|<us>us|"
-                         "<factor>x, hide_steps=K) after the 7 fields", tok);
+                         "<factor>x, hide_steps=K, timing=osu|completion) after the 7 fields",
+                 tok);
         return -1;
     }
     *eq = '\0';
     val = eq + 1;
-    for (k = 0; k < 3 && strcmp(tok, KEYS[k]); k++)
+    for (k = 0; k < 7 && strcmp(tok, KEYS[k]); k++)
         ;
-    if (k == 3) {
-        snprintf(err, n, "unknown option '%s' (valid: test_calls, compute, hide_steps)", tok);
+    if (k == 7) {
+        snprintf(err, n, "unknown option '%s' (valid: test_calls, compute, hide_steps, "
+                         "timing, precision, max_iterations, max_seconds)", tok);
         return -1;
     }
     if (*seen & (1u << k)) {
@@ -560,6 +646,24 @@ static int parse_nb_option(char *tok, job_t *j, unsigned *seen, char *err, size_
         return -1;
     }
     *seen |= 1u << k;
+    if (k >= 3 && (j->nb || is_p2p(j->coll))) {
+        snprintf(err, n, "%s= is for blocking collectives only, not %s", tok, coll_name(j));
+        return -1;
+    }
+    if (k >= 4)
+        return parse_precision_option(k - 4, tok, val, j, err, n);
+    if (k == 3) {
+        if (strcmp(val, "osu") && strcmp(val, "completion")) {
+            snprintf(err, n, "timing must be osu or completion, got '%s'", val);
+            return -1;
+        }
+        j->completion = !strcmp(val, "completion");
+        return 0;
+    }
+    if (!j->nb) {
+        snprintf(err, n, "option %s is for non-blocking collectives only", tok);
+        return -1;
+    }
     if (k == 0 || k == 2) {
         long long hi = k == 0 ? NB_MAX_TESTS : NB_MAX_HIDE_STEPS;
         if (parse_ll(val, 0, hi, &v)) {
@@ -626,12 +730,6 @@ static int parse_job_line(char *line, job_t *j, char *err, size_t n)
         snprintf(err, n, "unknown collective '%s'", tok[0]);
         return -1;
     }
-    if (nt > 7 && !j->nb) {
-        snprintf(err, n, "expected 7 fields (collective algorithm_id segsize fanout "
-                         "size_bytes iterations warmup), got %d: options such as "
-                         "test_calls= are for non-blocking collectives only", nt);
-        return -1;
-    }
     if (nt > MAX_FIELDS) {
         snprintf(err, n, "too many fields (at most %d)", MAX_FIELDS);
         return -1;
@@ -654,8 +752,23 @@ static int parse_job_line(char *line, job_t *j, char *err, size_t n)
         return -1;
     }
     for (int i = 7; i < nt; i++)
-        if (parse_nb_option(tok[i], j, &seen, err, n))
+        if (parse_option(tok[i], j, &seen, err, n))
             return -1;
+    if (!j->precision && (j->max_iters || j->max_seconds)) {
+        snprintf(err, n, "max_iterations= and max_seconds= need precision=");
+        return -1;
+    }
+    if (j->precision) {
+        if (!j->max_iters)
+            j->max_iters = j->iters > PREC_DEFAULT_ITERS ? j->iters : PREC_DEFAULT_ITERS;
+        if (!j->max_seconds)
+            j->max_seconds = PREC_DEFAULT_SECONDS;
+        if (j->max_iters < j->iters) {
+            snprintf(err, n, "max_iterations (%d) is below iterations (%d), the minimum",
+                     j->max_iters, j->iters);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -1600,12 +1713,12 @@ static void exchange_verdict(const verdict_t *v, result_t *res)
 /* OSU collective loop (for non-blocking points: the pure-communication loop, post + wait);
  * t[k] = this rank's time of timed iteration k (seconds). On error,
  * *what names the failed call (the barriers can fail too when barrier is forced). */
-static int timed_coll(point_t *p, double *t, const char **what)
+static int coll_loop(point_t *p, double *t, int warmup, int iters, const char **what)
 {
     const job_t *j = p->job;
     int rc = comm_barrier(p->comm);
     *what = "MPI_Barrier";
-    for (int i = 0; rc == MPI_SUCCESS && i < j->warmup + j->iters; i++) {
+    for (int i = 0; rc == MPI_SUCCESS && i < warmup + iters; i++) {
         double t0 = MPI_Wtime();
         rc = run_once(p, 0); /* non-blocking: OSU's pure communication, post + wait */
         double t1 = MPI_Wtime();
@@ -1614,9 +1727,65 @@ static int timed_coll(point_t *p, double *t, const char **what)
             rc = comm_barrier(p->comm);
             *what = "MPI_Barrier";
         }
-        if (i >= j->warmup)
-            t[i - j->warmup] = t1 - t0;
+        if (i >= warmup)
+            t[i - warmup] = t1 - t0;
     }
+    return rc;
+}
+
+static int timed_coll(point_t *p, double *t, const char **what)
+{
+    return coll_loop(p, t, p->job->warmup, p->job->iters, what);
+}
+
+/* Relative half-width of the 95% CI of the median of v[0..n) (sorted on return). */
+static double relative_halfwidth(double *v, int n)
+{
+    double lo, hi, m;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    cs_median_ci(v, n, &lo, &hi);
+    return m > 0 ? 0.5 * (hi - lo) / m : INFINITY;
+}
+
+/* precision=F: OSU's loop in batches (the first of `iterations`, then doubling the total)
+ * until the 95% CI of the median of the rank-averaged iteration times is within +-F of
+ * it, or max_iterations or max_seconds is reached; rank 0 decides between batches (not
+ * timed) and tells the others. t holds max_iters entries; run->iters becomes the count
+ * run, and *achieved (rank 0) the relative half-width reached. */
+static int timed_precise(point_t *p, double *t, job_t *run, double *achieved,
+                         const char **what)
+{
+    int n = 0, batch = run->iters, warmup = run->warmup, rc = MPI_SUCCESS;
+    double begin = MPI_Wtime();
+    double *acc = g_rank == 0 ? malloc((size_t)run->max_iters * sizeof *acc) : NULL;
+    if (g_rank == 0 && !acc)
+        die("out of memory");
+    for (;;) {
+        int bad, any_bad = 0, next = 0;
+        rc = coll_loop(p, t + n, warmup, batch, what);
+        warmup = 0;
+        n += batch;
+        bad = rc != MPI_SUCCESS;
+        check_mpi(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
+                  "MPI_Allreduce");
+        if (any_bad)
+            break;
+        check_mpi(MPI_Reduce(t, acc, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
+                  "MPI_Reduce");
+        if (g_rank == 0) {
+            *achieved = relative_halfwidth(acc, n);
+            if (!(*achieved <= run->precision) && n < run->max_iters
+                && MPI_Wtime() - begin < run->max_seconds)
+                next = n < run->max_iters - n ? n : run->max_iters - n;
+        }
+        check_mpi(MPI_Bcast(&next, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+        if (!next)
+            break;
+        batch = next;
+    }
+    run->iters = n;
+    free(acc);
     return rc;
 }
 
@@ -1779,8 +1948,12 @@ static void p2p_stats(const job_t *j, double *t, double total, result_t *res)
         return;
     for (int k = 0; k < j->iters; k++)
         t[k] *= 1e6;
-    if (j->coll == C_LATENCY) {
-        per = total * 1e6 / (2.0 * j->iters);
+    if (j->coll == C_LATENCY) { /* as osu_latency 7.4: the sum of the timed round trips,
+                                  * not the whole loop (which adds the loop's own time) */
+        per = 0.0;
+        for (int k = 0; k < j->iters; k++)
+            per += t[k];
+        per /= j->iters;
     } else {
         per = total * 1e6 / ((double)j->iters * BW_WINDOW);
         res->bw = total > 0 ? (double)j->size * j->iters * BW_WINDOW / total / 1e6 : NAN;
@@ -1924,16 +2097,42 @@ static int hide_sweep(point_t *p, double pure, result_t *res, const char **what)
     return 0;
 }
 
-static void measure(const job_t *j, MPI_Comm comm, int validate, int corrupt, result_t *res)
+static int completion_call(void *arg)
+{
+    return run_once((point_t *)arg, 0);
+}
+
+/* timing=completion: synchronise the clocks, then the synchronised-start loop with the
+ * point's own counts (clocksync.h). */
+static int timed_completion(point_t *p, result_t *res)
+{
+    cs_clock_t clk;
+    check_mpi(cs_sync(g_clock_skew, &clk), "clock synchronisation");
+    res->sync_error = clk.error;
+    return cs_completion(p->job->warmup, p->job->iters, completion_call, p, &clk, &res->cpl);
+}
+
+static void cpl_clear(result_t *r)
+{
+    r->cpl.median = r->cpl.ci_low = r->cpl.ci_high = r->cpl.synced_avg = r->sync_error = NAN;
+    r->cpl.late = 0;
+}
+
+static void measure(const job_t *job, MPI_Comm comm, int validate, int corrupt,
+                    result_t *res)
 {
     point_t p;
     double *t, total = 0.0;
     int rc, bad, any_bad = 0;
+    job_t run = *job; /* precision mode changes its iteration count */
+    const job_t *j = &run;
     const char *what = coll_name(j);
     verdict_t v = {0, 0, 0, 0};
 
     memset(&p, 0, sizeof p);
-    t = calloc((size_t)j->iters, sizeof *t);
+    /* (calloc)/(free): past SMPI's shared-malloc macros, which would give every simulated
+     * rank the same timing array once it reaches 64 KiB (precision mode, long loops) */
+    t = (calloc)((size_t)(j->precision ? j->max_iters : j->iters), sizeof *t);
     bad = !t || point_alloc(&p, j, comm) != 0;
     check_mpi(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
               "MPI_Allreduce");
@@ -1947,14 +2146,19 @@ static void measure(const job_t *j, MPI_Comm comm, int validate, int corrupt, re
         rc = timed_latency(&p, t, &total);
     else if (j->coll == C_BW)
         rc = timed_bw(&p, t, &total);
+    else if (j->precision)
+        rc = timed_precise(&p, t, &run, &res->precision, &what);
     else
         rc = timed_coll(&p, t, &what);
+    res->iters = run.iters;
     if (agree_on_error(rc, what, res))
         goto out;
     if (is_p2p(j->coll))
         p2p_stats(j, t, total, res);
     else
         collective_stats(j, t, res);
+    if (j->completion && agree_on_error(timed_completion(&p, res), coll_name(j), res))
+        goto out;
     if (j->nb) { /* then OSU's overlapped run, sized from this rank's pure time */
         double pure = 0.0;
         ovl_t o;
@@ -1978,11 +2182,13 @@ out:
     if (res->status != ST_OK) {
         res->avg = res->min = res->max = res->median = res->bw = NAN;
         nbres_clear(&res->nb);
+        cpl_clear(res);
+        res->precision = NAN;
         free(res->samples);
         res->samples = NULL;
     }
     point_free(&p);
-    free(t);
+    (free)(t);
 }
 
 /* ------------------------------------------------------------------- output */
@@ -2014,6 +2220,43 @@ static void write_nb_fields(strbuf_t *sb, const job_t *j, const nbres_t *r)
     }
 }
 
+/* The timing=completion keys, after samples_us (and the ports' keys). */
+static void write_completion_fields(strbuf_t *sb, const result_t *r)
+{
+    sb_printf(sb, ", \"completion_us\": ");
+    sb_number(sb, r->cpl.median);
+    sb_printf(sb, ", \"completion_ci\": ");
+    if (isfinite(r->cpl.ci_low) && isfinite(r->cpl.ci_high)) {
+        sb_printf(sb, "[");
+        sb_number(sb, r->cpl.ci_low);
+        sb_printf(sb, ", ");
+        sb_number(sb, r->cpl.ci_high);
+        sb_printf(sb, "]");
+    } else {
+        sb_printf(sb, "null");
+    }
+    sb_printf(sb, ", \"completion_late\": %d, \"synced_avg_us\": ", r->cpl.late);
+    sb_number(sb, r->cpl.synced_avg);
+    sb_printf(sb, ", \"sync_error_us\": ");
+    sb_number(sb, r->sync_error * 1e6);
+}
+
+#define SYNC_EVERY_S 1.0
+
+/* fsync the output when SYNC_EVERY_S has passed since the last one (or always: force). */
+static void sync_now_and_then(FILE *out, int force)
+{
+    static double last = -1.0;
+    struct timespec ts;
+    double now;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (force || last < 0.0 || now - last >= SYNC_EVERY_S) {
+        fsync(fileno(out));
+        last = now;
+    }
+}
+
 static void write_result(FILE *out, const job_t *j, const result_t *r, int with_samples)
 {
     static const char *const ST[] = {"ok", "invalid", "failed"};
@@ -2021,7 +2264,7 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
     sb_printf(&sb, "{\"collective\": \"%s\", \"algorithm_id\": %d, \"segsize\": %lld, "
                    "\"fanout\": %d, \"nprocs\": %d, \"size_bytes\": %lld, "
                    "\"iterations\": %d, \"warmup\": %d, \"avg_us\": ",
-              coll_name(j), j->alg, j->segsize, j->fanout, g_nprocs, j->size, j->iters,
+              coll_name(j), j->alg, j->segsize, j->fanout, g_nprocs, j->size, r->iters,
               j->warmup);
     sb_number(&sb, r->avg);
     sb_printf(&sb, ", \"min_us\": ");
@@ -2041,7 +2284,7 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
     sb_printf(&sb, ", \"samples_us\": ");
     if (with_samples && r->samples) {
         sb_printf(&sb, "[");
-        for (int k = 0; k < j->iters; k++) {
+        for (int k = 0; k < r->iters; k++) {
             sb_printf(&sb, k ? ", " : "");
             sb_number(&sb, r->samples[k]);
         }
@@ -2052,13 +2295,22 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
 #ifdef COLLBENCH_PORTS
     write_port_fields(&sb, j);
 #endif
+    if (j->completion)
+        write_completion_fields(&sb, r);
+    if (j->precision) {
+        sb_printf(&sb, ", \"precision\": ");
+        sb_number(&sb, r->precision);
+    }
     if (j->nb)
         write_nb_fields(&sb, j, &r->nb);
     sb_printf(&sb, "}\n");
-    /* One write per line, then to disk: a killed launch leaves whole lines behind. */
+    /* One write per line, flushed: a killed launch leaves whole lines behind (the kernel
+     * keeps what the process wrote). To disk at most once per SYNC_EVERY_S and at the
+     * end: a crashed node loses at most that much, and a short point does not pay for an
+     * fsync (5-15 ms each on a VM, more than a 20-iteration point takes). */
     if (fwrite(sb.p, 1, sb.len, out) != sb.len || fflush(out) != 0)
         die("writing the output file failed: %s", strerror(errno));
-    fsync(fileno(out));
+    sync_now_and_then(out, 0);
     free(sb.p);
 }
 
@@ -2107,6 +2359,9 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
         memset(&res, 0, sizeof res);
         res.avg = res.min = res.max = res.median = res.bw = NAN;
         nbres_clear(&res.nb);
+        cpl_clear(&res);
+        res.iters = j->iters;
+        res.precision = NAN;
         debug_hook(o, i);
 #ifdef COLLBENCH_PORTS
         char port_err[ERR_LEN] = "";
@@ -2191,6 +2446,7 @@ int main(int argc, char **argv)
     check_mpi(MPI_Bcast(&out_ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
     if (!out_ok)
         return fail_setup(err);
+    g_clock_skew = o.clock_skew;
     if (o.mpit)
         check_mpi(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided), "MPI_T_init_thread");
 
@@ -2203,6 +2459,8 @@ int main(int argc, char **argv)
                 MPI_T_cvar_handle_free(&g_cvars[i].handle);
         MPI_T_finalize();
     }
+    if (out)
+        sync_now_and_then(out, 1);
     if (out && fclose(out) != 0)
         die("closing the output file failed: %s", strerror(errno));
     free(jobs);

@@ -126,6 +126,12 @@ def _main(argv: list[str]) -> int:
             }
             if coll.startswith("i"):  # non-blocking: avg/min/max are the pure time
                 row.update(_nonblocking(options, lat))
+            if "timing=completion" in options:  # the last rank ends after the average
+                row.update(completion_us=lat * 1.2, completion_ci=[lat * 1.15, lat * 1.25],
+                           completion_late=0, synced_avg_us=lat, sync_error_us=0.1)
+            if any(o.startswith("precision=") for o in options):  # reached at the first batch
+                row.update(precision=float(next(o for o in options
+                                                if o.startswith("precision="))[10:]) / 2)
             if index == debug_at and debug == "corrupt" and "--validate" in flags:
                 row.update(status="invalid", error="rank 1 index 0: expected 1 got 254",
                            avg_us=None, min_us=None, max_us=None, median_us=None,

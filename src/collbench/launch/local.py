@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from collbench.catalog.algorithms import Catalog
@@ -18,32 +18,37 @@ from collbench.plan import Launch
 TRIAL_TIMEOUT_S = 60
 
 
-def _major(version: str) -> int:
+def major(version: str) -> int:
     try:
         return int(version.split(".")[0])
     except ValueError:
         return 0
 
 
-def mpirun_command(mpi: MpiInstall, launch: Launch, call: Call) -> list[str]:
-    """`mpirun ... kernel` for this launch: Open MPI's flags, or MPICH Hydra's."""
+def mpirun_command(mpi: MpiInstall, launch: Launch, call: Call,
+                   hosts: Sequence[str] = ()) -> list[str]:
+    """`mpirun ... kernel` for this launch: Open MPI's flags, or MPICH Hydra's. `hosts`:
+    the launcher's host options (the hosts backend's hostfile and ssh agent)."""
     if mpi.implementation == "mpich":
-        return _hydra(mpi, launch, call)
-    return _openmpi(mpi, launch, call)
+        return _hydra(mpi, launch, call, hosts)
+    return _openmpi(mpi, launch, call, hosts)
 
 
-def _openmpi(mpi: MpiInstall, launch: Launch, call: Call) -> list[str]:
+def _openmpi(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str]) -> list[str]:
     argv = [str(mpi.mpirun)]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-run-as-root")
-    mapping, binding = launch.mapping, launch.binding
+    argv += hosts
+    # --map-by ppr:N:node (what --npernode N means in 4.1 and 5.0): N ranks per host in turn.
+    mapping = f"ppr:{launch.ppn}:node" if launch.ppn else launch.mapping
+    binding = launch.binding
     if launch.oversubscribe:
-        if _major(mpi.version) >= 5:
-            # Open MPI 5 spells it as modifiers; binding more ranks than cores must
-            # be allowed explicitly or mpirun refuses to start.
+        # Binding more ranks than cores must be allowed explicitly (4.1 and 5.0) or
+        # mpirun refuses to start; Open MPI 5 spells oversubscription as a modifier.
+        if binding != "none":
+            binding += ":overload-allowed"
+        if major(mpi.version) >= 5:
             mapping += ":OVERSUBSCRIBE"
-            if binding != "none":
-                binding += ":overload-allowed"
         else:
             argv.append("--oversubscribe")
     argv += ["-np", str(launch.nprocs), "--map-by", mapping, "--bind-to", binding]
@@ -54,12 +59,31 @@ def _openmpi(mpi: MpiInstall, launch: Launch, call: Call) -> list[str]:
     return argv + call.argv(launch)
 
 
-def _hydra(mpi: MpiInstall, launch: Launch, call: Call) -> list[str]:
-    argv = [str(mpi.mpirun), "-np", str(launch.nprocs),
-            "-map-by", launch.mapping, "-bind-to", launch.binding]
+def _hydra(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str]) -> list[str]:
+    argv = [str(mpi.mpirun), *hosts, "-np", str(launch.nprocs)]
+    if launch.ppn:
+        argv += ["-ppn", str(launch.ppn)]
+    argv += ["-map-by", launch.mapping, "-bind-to", launch.binding]
     for key, value in launch.env:
         argv += ["-genv", key, value]
     return argv + call.argv(launch)
+
+
+def run_mpirun(argv: list[str], mpi: MpiInstall, launch: Launch, call: Call,
+               interrupted: Callable[[], bool], hosts: list[str]) -> LaunchOutcome:
+    """Run one launch's mpirun in its own process group (killed on timeout or
+    interruption, and by the watchdog if collbench dies); the outcome names `hosts`."""
+    env = launcher_env(mpi)
+    env.update(dict(launch.env))
+    done = run_group(argv, env, launch.timeout_s, call.work, interrupted)
+    if done.interrupted:
+        status = "interrupted"
+    elif done.timed_out:
+        status = "timeout"
+    else:
+        status = "ok" if done.returncode == 0 else "failed"
+    return LaunchOutcome(status, argv, done.returncode, done.wall_s, done.stderr_tail,  # type: ignore[arg-type]
+                         hosts)
 
 
 class LocalBackend(LaunchBackend):
@@ -77,18 +101,8 @@ class LocalBackend(LaunchBackend):
     def run(
         self, launch: Launch, call: Call, interrupted: Callable[[], bool]
     ) -> LaunchOutcome:
-        argv = self.command(launch, call)
-        env = launcher_env(self.mpi)
-        env.update(dict(launch.env))
-        done = run_group(argv, env, launch.timeout_s, call.work, interrupted)
-        if done.interrupted:
-            status = "interrupted"
-        elif done.timed_out:
-            status = "timeout"
-        else:
-            status = "ok" if done.returncode == 0 else "failed"
-        return LaunchOutcome(status, argv, done.returncode, done.wall_s, done.stderr_tail,  # type: ignore[arg-type]
-                             self._hosts(launch))
+        return run_mpirun(self.command(launch, call), self.mpi, launch, call, interrupted,
+                          self._hosts(launch))
 
     def placement_problem(self, launch: Launch) -> str | None:
         """mpirun's complaint about this launch's placement: a trial start of `true`."""

@@ -241,6 +241,10 @@ class SimgridBackend(LaunchBackend):
 
     def __init__(self, setup: BackendSetup) -> None:
         super().__init__(setup)
+        if self.spec.measure.mpi:  # it simulates: the algorithms' series is its own setting
+            raise UserError(f"{setup.source}: measure.mpi: the simgrid backend simulates MPI "
+                            "and runs no installed one; remove measure.mpi (choose the Open "
+                            "MPI series with run.simgrid.ompi_version)")
         self.tools = find_smpi()
         # What SMPI cannot simulate is said before anything else (even a missing platform).
         self.base = load_catalog(self.mpi)

@@ -17,8 +17,9 @@ order) is costed with a point-to-point model at each hop's placement level:
 - segmented algorithms are programs over segments, so pipelining falls out of the above.
 
 This is a LogGP-like synchronous-dependency model: per step the maximum over concurrent
-messages, per rank sequential sends accumulate. It does not model NIC sharing between ranks
-of one node, eager/rendezvous handshakes beyond what the p2p regimes carry, or local copies.
+messages, per rank sequential sends accumulate. It does not model links shared between
+ranks (models/fluid.py does, for SimGrid: `detail(..., shared=True)`), eager/rendezvous
+handshakes beyond what the p2p regimes carry, or local copies.
 
 OSU reports the average over ranks of each rank's time; `predict` returns that ("avg") by
 default, or the slowest ("max") or fastest ("min") rank.
@@ -43,6 +44,7 @@ import numpy as np
 import statsmodels.api as sm
 
 from collbench.errors import UserError
+from collbench.models.fluid import simulate_shared
 from collbench.models.p2p import LEVELS, P2PModel
 from collbench.models.schedules import ALGORITHMS, Params, Program, program
 from collbench.models.topology import Topology
@@ -119,11 +121,13 @@ def _vmax(a: _Val, b: _Val) -> _Val:
 
 
 class Sends(NamedTuple):
-    """How messages share time: simulate's overlap, rendezvous and matched."""
+    """How messages share time: simulate's overlap, rendezvous and matched; `shared`:
+    flows share links, costed by models.fluid instead."""
 
     overlap: bool = False
     rendezvous: int | None = None
     matched: bool = False
+    shared: bool = False
 
 
 SERIAL: Final = Sends()
@@ -132,7 +136,7 @@ EAGER_MATCHED: Final = -1  # message id of an eager message whose transfer waits
 
 def simulate(progs: Program, topology: Topology, model: P2PModel,
              overlap: bool = False, rendezvous: int | None = None,
-             matched: bool = False) -> Prediction:
+             matched: bool = False, marks: Sequence[int] | None = None) -> Prediction:
     """Cost a program on a topology with a p2p model (rules in the module docstring).
 
     overlap=True: a message occupies its sender's and receiver's ports only for its
@@ -149,7 +153,9 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
     matched=True: eager messages too start their transfer only once the receive is posted
     (SimGrid matches both sides before a communication starts); their sender does not
     wait for them; the messages one step sends over one level share the sender's link
-    fairly, so they all end when the last would (SimGrid's max-min sharing, equal sizes)."""
+    fairly, so they all end when the last would (SimGrid's max-min sharing, equal sizes).
+
+    marks: per rank, the step from which its time counts (default 0: the whole program)."""
     p = len(progs)
     if p != topology.nprocs:
         raise UserError(f"simulate: program has {p} ranks but the topology {topology.nprocs}; "
@@ -211,6 +217,24 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
     received: list[_Val | None] = [None] * p  # the step's receives, once done
     queue = deque(range(p))
     queued = [True] * p
+    mark = list(marks) if marks is not None else [0] * p
+    started: list[_Val] = list(end)
+    ahead: dict[tuple[int, int], deque[_Val]] = {}  # when receives posted ahead were posted
+    receives: dict[tuple[int, int], list[_Val]] = {}  # when each receive was posted
+
+    def acknowledge(src: int, dst: int) -> None:
+        """A rendezvous message whose receive was posted ahead moves without waiting for
+        the receiver's step: its arrival is known once both sides are."""
+        posts = receives.get((src, dst), [])
+        for k, (val, nbytes, msg, share) in enumerate(chan.get((src, dst), [])[:len(posts)]):
+            if msg is None or msg == EAGER_MATCHED or msg in ack:
+                continue
+            c, d = cost(src, dst, nbytes)
+            if share is not None:
+                (ca, da), _ = split(c, d)
+                c, d = ca + share[0], tuple(x + y for x, y in zip(da, share[1], strict=True))
+            ack[msg] = _add(_vmax(val, posts[k]), c, d)
+            wake(src)
 
     def wake(rank: int) -> None:
         if not queued[rank]:
@@ -229,10 +253,11 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                 shares = shared(r, st.sends) if matched else {}
                 for dst, nbytes in st.sends:
                     share = shares.get(topology.level(r, dst))
-                    if rendezvous is not None and nbytes >= rendezvous:
+                    if st.sync or (rendezvous is not None and nbytes >= rendezvous):
                         mid = next(ids)
                         waiting[r].append(mid)
                         chan.setdefault((r, dst), []).append((cur, nbytes, mid, share))
+                        acknowledge(r, dst)
                         wake(dst)
                         continue
                     c, d = cost(r, dst, nbytes)
@@ -250,6 +275,10 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                     wake(dst)
                 sent[r] = cur
                 posted[r] = True
+                for src in st.posts:  # irecvs waited for by a later step
+                    ahead.setdefault((src, r), deque()).append(start)
+                    receives.setdefault((src, r), []).append(start)
+                    acknowledge(src, r)
             if received[r] is None:
                 need: dict[int, int] = {}
                 for src, _red in st.recvs:
@@ -257,11 +286,15 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                 if any(len(chan.get((src, r), ())) - used.get((src, r), 0) < k
                        for src, k in need.items()):
                     break  # wait for senders
-                arrivals: list[tuple[_Val, int, int, bool]] = []
+                arrivals: list[tuple[_Val, int, int, bool, _Val | None]] = []
                 taken: dict[int, int] = {}
                 for src, red in st.recvs:
                     k = used.get((src, r), 0) + taken.get(src, 0)
                     val, nbytes, msg, share = chan[(src, r)][k]
+                    early = ahead.get((src, r))
+                    at = early.popleft() if early else None  # posted by an earlier step
+                    if at is None:
+                        receives.setdefault((src, r), []).append(start)
                     taken[src] = taken.get(src, 0) + 1
                     if msg is not None:  # both sides ready, then the transfer
                         c, d = cost(src, r, nbytes)
@@ -269,21 +302,24 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                             (ca, da), _ = split(c, d)
                             c, d = ca + share[0], tuple(x + y for x, y in zip(da, share[1],
                                                                                strict=True))
-                        val = _add(_vmax(val, start), c, d)
-                        if msg != EAGER_MATCHED:
+                        val = ack[msg] if msg in ack else \
+                            _add(_vmax(val, start if at is None else at), c, d)
+                        if msg != EAGER_MATCHED and msg not in ack:
                             ack[msg] = val
                             wake(src)
-                    arrivals.append((val, nbytes, src, red))
+                    arrivals.append((val, nbytes, src, red, at))
                 for src, k in taken.items():
                     used[(src, r)] = used.get((src, r), 0) + k
                 arrivals.sort(key=lambda a: a[0][0])
                 port = start
                 cpu = start
-                for val, nbytes, src, red in arrivals:
+                for val, nbytes, src, red, at in arrivals:
                     c, d = cost(src, r, nbytes)
                     if overlap:
                         _, (c, d) = split(c, d)
-                    port = _vmax(val, _add(port, c, d))
+                    # a receive posted ahead has had the port since then
+                    port = _vmax(val, _add(port, c, d)) if at is None else \
+                        _vmax(port, _vmax(val, _add(at, c, d)))
                     if red:
                         rc, rd = reduce_terms(nbytes)
                         cpu = _add(_vmax(cpu, port), rc, rd)
@@ -300,13 +336,22 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                 done = _add(done, rc, rd)
             end[r] = done
             pc[r] += 1
+            if pc[r] == mark[r]:
+                started[r] = done
             posted[r] = False
             received[r] = None
             waiting[r] = []
     stuck = [r for r in range(p) if pc[r] < len(progs[r])]
     if stuck:
         raise RuntimeError(f"schedule deadlocks: ranks {stuck[:8]} wait forever")
-    return Prediction(tuple(v[0] for v in end), tuple(v[1] for v in end))
+    return _elapsed(end, started)
+
+
+def _elapsed(end: Sequence[_Val], start: Sequence[_Val]) -> Prediction:
+    """Each rank's time and term counts from its start to its end."""
+    return Prediction(tuple(e[0] - s[0] for e, s in zip(end, start, strict=True)),
+                      tuple(tuple(a - b for a, b in zip(e[1], s[1], strict=True))
+                            for e, s in zip(end, start, strict=True)))
 
 
 def _params(segsize: int, fanout: int | None, radix: int | None, dtype_size: int, root: int,
@@ -326,13 +371,15 @@ def predict(p2p_model: P2PModel, topology: Topology, collective: str, algorithm:
             radix: int | None = None, dtype_size: int = 1, root: int = 0,
             max_requests: int = 0, inner: dict[str, str] | None = None,
             stat: Stat = "avg", overlap: bool = False,
-            rendezvous: int | None = None, matched: bool = False) -> float:
+            rendezvous: int | None = None, matched: bool = False,
+            shared: bool = False, barrier: str | None = None) -> float:
     """Predicted latency (µs) of `algorithm` for `collective` with `size` bytes per rank as
     OSU counts them; OSU's "Avg Latency" by default (stat="max" for the slowest rank)."""
     return detail(p2p_model, topology, collective, algorithm, size, segsize=segsize,
                   fanout=fanout, radix=radix, dtype_size=dtype_size, root=root,
                   max_requests=max_requests, inner=inner, overlap=overlap,
-                  rendezvous=rendezvous, matched=matched).stat(stat)
+                  rendezvous=rendezvous, matched=matched, shared=shared,
+                  barrier=barrier).stat(stat)
 
 
 def detail(p2p_model: P2PModel, topology: Topology, collective: str, algorithm: str,
@@ -340,11 +387,29 @@ def detail(p2p_model: P2PModel, topology: Topology, collective: str, algorithm: 
            radix: int | None = None, dtype_size: int = 1, root: int = 0,
            max_requests: int = 0, inner: dict[str, str] | None = None,
            overlap: bool = False, rendezvous: int | None = None,
-           matched: bool = False) -> Prediction:
-    """The full Prediction behind `predict` (per-rank times and term counts)."""
+           matched: bool = False, shared: bool = False,
+           barrier: str | None = None) -> Prediction:
+    """The full Prediction behind `predict` (per-rank times and term counts); shared=True
+    costs it with flows sharing links (models.fluid: SimGrid's matched transfers).
+
+    barrier: the algorithm of the barrier OSU's loop runs between iterations (timed from
+    each rank's exit of it, so the skew it leaves counts, as in a measurement): the
+    program runs as barrier, coll, barrier, coll and the last coll is timed (the first
+    pair brings the ranks to the skew of a steady loop). None: all ranks start at 0."""
     pr = _params(segsize, fanout, radix, dtype_size, root, max_requests, inner)
     progs = program(collective, algorithm, topology.nprocs, size, pr)
-    return simulate(progs, topology, p2p_model, overlap, rendezvous, matched)
+    marks: list[int] | None = None
+    if barrier is not None:  # OSU's loop: ... coll, barrier, [coll]; time the last coll
+        sync = program("barrier", barrier, topology.nprocs, 0)
+        marks = [2 * len(s) + len(c) for s, c in zip(sync, progs, strict=True)]
+        progs = [s + c + s + c for s, c in zip(sync, progs, strict=True)]
+    if len(progs) != topology.nprocs:
+        raise UserError(f"simulate: program has {len(progs)} ranks but the topology "
+                        f"{topology.nprocs}; valid: the same nprocs")
+    if shared:
+        ends, starts = simulate_shared(progs, topology, p2p_model, rendezvous, marks=marks)
+        return _elapsed(ends, starts)
+    return simulate(progs, topology, p2p_model, overlap, rendezvous, matched, marks)
 
 
 # ---------------------------------------------------------------------------------------

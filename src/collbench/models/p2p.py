@@ -17,8 +17,8 @@ i.e. they minimise squared *relative* error. Confidence intervals are the 95% in
 statsmodels' WLS; β's interval is the reciprocal of the slope's.
 
 A segment whose intercept comes out negative is refitted through the origin (α = 0, the
-CI of α is then [0, 0]); a segment whose slope is not positive is not a candidate (a
-bandwidth cannot be estimated from it).
+CI of α is then [0, 0]); a segment whose slope is not significantly positive (95 %
+interval above 0) is not a candidate (a bandwidth cannot be estimated from it).
 """
 
 from __future__ import annotations
@@ -152,7 +152,9 @@ class _SegFit:
 
 
 def _fit_segment(x: np.ndarray, y: np.ndarray) -> _SegFit | None:
-    """WLS of y = a + b·x with weights 1/y²; None when the slope is not positive."""
+    """WLS of y = a + b·x with weights 1/y²; None when the slope is not significantly
+    positive (its 95 % interval reaches 0): noise over a few tiny sizes (0-2 B on a loaded
+    machine) would otherwise pass for a regime with a bandwidth of a few MB/s."""
     w = 1.0 / (y * y)
     if np.ptp(x) == 0:
         return None
@@ -162,14 +164,16 @@ def _fit_segment(x: np.ndarray, y: np.ndarray) -> _SegFit | None:
         return None
     if a >= 0:
         ci = res.conf_int(alpha=1 - CI_LEVEL)
+        if not ci[1][0] > 0:
+            return None
         return _SegFit(a, b, (float(ci[0][0]), float(ci[0][1])),
                        (float(ci[1][0]), float(ci[1][1])), float(np.sum(w * res.resid ** 2)),
                        False)
     res0 = sm.WLS(y, x.reshape(-1, 1), weights=w).fit()
     b0 = float(res0.params[0])
-    if b0 <= 0:
-        return None
     ci0 = res0.conf_int(alpha=1 - CI_LEVEL)
+    if b0 <= 0 or not ci0[0][0] > 0:
+        return None
     return _SegFit(0.0, b0, (0.0, 0.0), (float(ci0[0][0]), float(ci0[0][1])),
                    float(np.sum(w * res0.resid ** 2)), True)
 

@@ -219,11 +219,14 @@ def _allreduce_ring(b: Builder, count: int, dt: int, phases: int) -> None:
     for r in range(p):
         right, left = (r + 1) % p, (r - 1) % p
         for ph in range(phases):
-            # reduce-scatter: send my block, then forward each block just reduced
-            b.step(r, sends=[(right, parts[r][ph] * dt)], recvs=[(left, True)])
+            # reduce-scatter, as Open MPI's ring: irecv, send my block; then per step
+            # irecv the next, wait for the previous, reduce it and send it on (blocking)
+            b.step(r, sends=[(right, parts[r][ph] * dt)], posts=[left])
             for k in range(2, p):
                 prev = (r - k + 1) % p
-                b.step(r, sends=[(right, parts[prev][ph] * dt)], recvs=[(left, True)])
+                b.step(r, recvs=[(left, True)], posts=[left])
+                b.send(r, right, parts[prev][ph] * dt)
+            b.recv(r, left, reduce=True)
         for k in range(p - 1):
             blk = (r + 1 - k) % p
             b.sendrecv(r, right, blocks[blk] * dt, left)
@@ -335,12 +338,12 @@ def _barrier(b: Builder, alg: str, pr: Params) -> None:
     elif alg == "double_ring":
         for r in range(p):
             left, right = (r - 1) % p, (r + 1) % p
-            for _ in range(2):
+            for ring in range(2):  # the second round with synchronous sends
                 if r > 0:
                     b.recv(r, left)
-                    b.send(r, right, 0)
+                    b.send(r, right, 0, sync=ring == 1)
                 else:
-                    b.send(r, right, 0)
+                    b.send(r, right, 0, sync=ring == 1)
                     b.recv(r, left)
     elif alg == "recursive_doubling":
         adj = 1 << (p.bit_length() - 1)
@@ -354,8 +357,8 @@ def _barrier(b: Builder, alg: str, pr: Params) -> None:
             while mask < adj:
                 b.sendrecv(r, r ^ mask, 0, r ^ mask)
                 mask <<= 1
-            if r < p - adj:
-                b.send(r, r + adj, 0)
+            if r < p - adj:  # the release is a synchronous send
+                b.send(r, r + adj, 0, sync=True)
     elif alg == "bruck":
         d = 1
         while d < p:

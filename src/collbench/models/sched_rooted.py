@@ -42,15 +42,25 @@ def _reduce_tree(b: Builder, children: list[list[int]], root: int, segs: list[in
         kids = children[r]
         up = r != root
         if not kids:
-            if up:
-                b.step(r, sends=[(par[r], s) for s in segs])
+            if up:  # blocking sends, one segment after another
+                for s in segs:
+                    b.send(r, par[r], s)
             continue
-        for j, _s in enumerate(segs):
+        # Open MPI's reduce_generic: per segment and child, post the next receive, then
+        # wait for the previous one (two in flight); once the last child of segment j-1
+        # is in, reduce it and send it up.
+        waiting: int | None = None
+        for j in range(len(segs) + 1):
             for i, c in enumerate(kids):
-                sends = [(par[r], segs[j - 1])] if up and i == 0 and j > 0 else []
-                b.step(r, sends=sends, recvs=[(c, True)])
-        if up:
-            b.send(r, par[r], segs[-1])
+                ahead = [c] if j < len(segs) else []
+                b.step(r, recvs=[(waiting, True)] if waiting is not None else [],
+                       posts=ahead)
+                waiting = c if ahead else None
+                if i == 0 and j > 0:
+                    if up:
+                        b.send(r, par[r], segs[j - 1])
+                    if j == len(segs):
+                        break
 
 
 def _linear_bcast(b: Builder, root: int, nbytes: int) -> None:
@@ -254,7 +264,9 @@ def _gather(b: Builder, alg: str, nbytes: int, pr: Params) -> None:
             b.recv(i, root)
             b.send(i, root, first * dt)
             b.send(i, root, (count - first) * dt)
-            b.step(root, sends=[(i, 0)], recvs=[(i, False)])
+            # irecv the first part, "go", irecv the rest; wait for the first part
+            b.step(root, sends=[(i, 0)], posts=[i, i])
+            b.recv(root, i)
         b.step(root, recvs=[(i, False) for i in range(p) if i != root])
 
 

@@ -32,11 +32,17 @@ DEFAULT_INNER: Final = {"reduce": "binomial", "bcast": "binomial", "gather": "bi
 
 @dataclass(frozen=True)
 class Step:
-    """Sends (dst, bytes) leave in order; receives (src, reduce?) complete in arrival order."""
+    """Sends (dst, bytes) leave in order; receives (src, reduce?) complete in arrival order.
+    `sync`: the sends are synchronous (MPI_Ssend): the step waits until they are received,
+    whatever their size. `posts`: sources whose next receive is posted now and completed
+    by a later step's `recvs` (FIFO per source); a transfer can start once its receive
+    is posted (models.fluid; algorithms.simulate costs it where it is waited for)."""
 
     sends: tuple[tuple[int, int], ...] = ()
     recvs: tuple[tuple[int, bool], ...] = ()
     compute: int = 0  # bytes of local reduction after the step's messages
+    sync: bool = False
+    posts: tuple[int, ...] = ()  # receives posted now (irecv), waited for by later steps
 
 
 @dataclass
@@ -63,14 +69,16 @@ class Builder:
         self.progs: Program = [[] for _ in range(p)]
 
     def step(self, r: int, sends: Sequence[tuple[int, int]] = (),
-             recvs: Sequence[tuple[int, bool]] = (), compute: int = 0) -> None:
+             recvs: Sequence[tuple[int, bool]] = (), compute: int = 0,
+             sync: bool = False, posts: Sequence[int] = ()) -> None:
         sends = tuple((d, b) for d, b in sends if d != r)
         recvs = tuple((s, red) for s, red in recvs if s != r)
-        if sends or recvs or compute:
-            self.progs[r].append(Step(sends, recvs, compute))
+        ahead = tuple(s for s in posts if s != r)
+        if sends or recvs or compute or ahead:
+            self.progs[r].append(Step(sends, recvs, compute, sync and bool(sends), ahead))
 
-    def send(self, r: int, dst: int, nbytes: int) -> None:
-        self.step(r, sends=[(dst, nbytes)])
+    def send(self, r: int, dst: int, nbytes: int, sync: bool = False) -> None:
+        self.step(r, sends=[(dst, nbytes)], sync=sync)
 
     def recv(self, r: int, src: int, reduce: bool = False) -> None:
         self.step(r, recvs=[(src, reduce)])

@@ -15,6 +15,10 @@ Method (docs/simgrid.md, "Calibration"):
    factors are scaled by measured/simulated until the simulation reproduces the
    measurement (or ROUNDS are spent); the errors that remain are reported and written to
    the [calibration] table.
+5. Optionally, LogGP's per-message overheads o_s and o_r per level (PLogP, `collbench model
+   loggp`) are set on the levels: the loader charges them to the sender and receiver of
+   every message, so a root's sends are serialised as on a real CPU, and steps 3-4 fit the
+   link to what remains of each time (the ping-pong still takes what was measured).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from collbench.store import Store
 ROUNDS: Final = 4
 GOOD_ENOUGH_PCT: Final = 0.5  # stop correcting once every point is this close
 RIDGE: Final = 1e-4  # pulls a bucket's two factors towards 1 where the data cannot tell
+OVERHEAD_SHARE: Final = 0.9  # o_s + o_r may take at most this share of the latency α
+MIN_NET_SHARE: Final = 0.05  # the network's part of a time never goes below this share
 
 Points = dict[int, float]  # size_bytes -> one-way latency (µs)
 Simulate = Callable[[Cluster, list[str], list[int]], dict[str, Points]]
@@ -149,12 +155,13 @@ def _bucket(terms: list[tuple[float, float]]) -> tuple[float, float]:
 Tables = tuple[list[tuple[int, float]], list[tuple[int, float]]]  # (lat_factor, bw_factor)
 
 
-def fit_factors(points: Points, alpha: float, beta: float) -> Tables:
-    """One level's (lat_factor, bw_factor) tables, one entry per measured size."""
+def fit_factors(points: Points, alpha: float, beta: float, overhead: float = 0.0) -> Tables:
+    """One level's (lat_factor, bw_factor) tables, one entry per measured size; `overhead`
+    (o_s + o_r, charged apart) is taken out of every time before fitting the link."""
     sizes = sorted(points)
     lat, bw = [], []
     for k, size in enumerate(sizes):
-        t = points[size]
+        t = max(points[size] - overhead, MIN_NET_SHARE * points[size])
         x, y = _bucket([(alpha / t, (size + SMPI_ENVELOPE) * beta / t)])
         start = 0 if k == 0 else sizes[k - 1] + 1  # from just above the previous size
         lat.append((start, x))
@@ -162,10 +169,15 @@ def fit_factors(points: Points, alpha: float, beta: float) -> Tables:
     return lat, bw
 
 
+Overheads = Mapping[str, tuple[float, float]]  # level -> (o_s µs, o_r µs)
+
+
 def _with(base: Cluster, params: Mapping[str, tuple[float, float]],
-          tables: Mapping[str, Tables]) -> Cluster:
+          tables: Mapping[str, Tables], overheads: Overheads) -> Cluster:
     fitted = {name: Level(latency_us=alpha, bandwidth_mbs=1.0 / beta,
-                          lat_factor=tables[name][0], bw_factor=tables[name][1])
+                          lat_factor=tables[name][0], bw_factor=tables[name][1],
+                          send_overhead_us=overheads.get(name, (0.0, 0.0))[0],
+                          recv_overhead_us=overheads.get(name, (0.0, 0.0))[1])
               for name, (alpha, beta) in params.items()}
     return base.model_copy(update={"levels": base.levels.model_copy(update=fitted)})
 
@@ -179,41 +191,70 @@ def _check_base(base: Cluster, measured: Mapping[str, Points]) -> None:
                         "the platform has 1 socket per node")
 
 
+def usable_overheads(overheads: Overheads, params: Mapping[str, tuple[float, float]],
+                     notes: list[str]) -> dict[str, tuple[float, float]]:
+    """The overheads of the measured levels, scaled down where they would not leave the
+    link any latency (they are part of the ping-pong latency α, measured apart)."""
+    out = {}
+    for lv, (o_s, o_r) in overheads.items():
+        if lv not in params:
+            notes.append(f"overheads for {lv} not used: no ping-pong measured there")
+            continue
+        alpha, total = params[lv][0], o_s + o_r
+        if total > OVERHEAD_SHARE * alpha:
+            scale = OVERHEAD_SHARE * alpha / total
+            notes.append(f"{lv}: o_s + o_r = {total:.3g} µs exceeds {OVERHEAD_SHARE:.0%} of the "
+                         f"fitted latency {alpha:.3g} µs; both scaled by {scale:.2f}")
+            o_s, o_r = o_s * scale, o_r * scale
+        out[lv] = (o_s, o_r)
+    return out
+
+
 def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
-              source: str) -> Calibration:
-    """A description reproducing `measured` in simulation (see the module docstring)."""
+              source: str, overheads: Overheads | None = None) -> Calibration:
+    """A description reproducing `measured` in simulation (see the module docstring).
+
+    `overheads` (LogGP o_s, o_r per level, e.g. from `model loggp`) are charged per message
+    by the platform loader; the latency factors start from α − o_s − o_r so that the
+    ping-pong still takes α, and the simulate-and-correct rounds absorb the rest."""
     _check_base(base, measured)
     params = {lv: hockney(pts) for lv, pts in measured.items()}
-    tables = {lv: fit_factors(pts, *params[lv]) for lv, pts in measured.items()}
+    notes: list[str] = []
+    over = usable_overheads(overheads or {}, params, notes)
+    tables = {lv: fit_factors(pts, *params[lv], overhead=sum(over.get(lv, (0.0, 0.0))))
+              for lv, pts in measured.items()}
     levels, sizes = list(measured), sorted({s for pts in measured.values() for s in pts})
-    cluster = _with(base, params, tables)
+    cluster = _with(base, params, tables, over)
     simulated = simulate(cluster, levels, sizes)
     for _ in range(ROUNDS):
         worst = max(abs(simulated[lv][s] / t - 1) for lv, pts in measured.items()
                     for s, t in pts.items())
         if 100 * worst <= GOOD_ENOUGH_PCT:
             break
-        tables = {lv: _corrected(tables[lv], pts, simulated[lv])
+        tables = {lv: _corrected(tables[lv], pts, simulated[lv],
+                                 sum(over.get(lv, (0.0, 0.0))))
                   for lv, pts in measured.items()}
-        cluster = _with(base, params, tables)
+        cluster = _with(base, params, tables, over)
         simulated = simulate(cluster, levels, sizes)
     kept = [lv for lv in ("intra_socket", "inter_socket", "inter_node")
             if lv not in measured and base.level(lv) is not None]
-    result = Calibration(cluster, measured, simulated, kept)
+    result = Calibration(cluster, measured, simulated, kept, notes)
     if kept:
         result.notes.append(f"not measured, kept from {base.name}: {', '.join(kept)}")
     result.cluster = cluster.model_copy(update={"calibration": _summary(result, source)})
     return result
 
 
-def _corrected(tables: Tables, measured: Points, simulated: Points) -> Tables:
-    """Scale each bucket by measured/simulated at its size (time ∝ lat and 1/bw)."""
+def _corrected(tables: Tables, measured: Points, simulated: Points,
+               overhead: float = 0.0) -> Tables:
+    """Scale each bucket by measured/simulated at its size (time ∝ lat and 1/bw), leaving
+    the per-message overheads (a constant part of both times) out of the ratio."""
     lat, bw = tables
     sizes = sorted(measured)
-    new_lat = [(start, x * measured[s] / simulated[s]) for (start, x), s in zip(lat, sizes,
-                                                                               strict=True)]
-    new_bw = [(start, b * simulated[s] / measured[s]) for (start, b), s in zip(bw, sizes,
-                                                                              strict=True)]
+    ratio = {s: max(measured[s] - overhead, MIN_NET_SHARE * measured[s])
+             / max(simulated[s] - overhead, MIN_NET_SHARE * simulated[s]) for s in sizes}
+    new_lat = [(start, x * ratio[s]) for (start, x), s in zip(lat, sizes, strict=True)]
+    new_bw = [(start, b / ratio[s]) for (start, b), s in zip(bw, sizes, strict=True)]
     return new_lat, new_bw
 
 
@@ -221,8 +262,8 @@ def _summary(result: Calibration, source: str) -> dict[str, Any]:
     errs = result.errors_pct()
     out: dict[str, Any] = {
         "source": source, "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "method": "Hockney fit per level + SMPI size factors, checked by simulating the "
-                  "ping-pong (docs/simgrid.md)",
+        "method": "Hockney fit per level + SMPI size factors (+ LogGP overheads per "
+                  "message when given), checked by simulating the ping-pong (docs/simgrid.md)",
         "levels_measured": sorted(result.measured),
         "sizes": len({s for pts in result.measured.values() for s in pts}),
     }

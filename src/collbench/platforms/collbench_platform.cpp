@@ -9,12 +9,18 @@
  *   root zone properties  collbench/cores_per_socket = C
  *                         collbench/lat-factor/<level>, collbench/bw-factor/<level>
  *                         = "from_bytes:factor;from_bytes:factor;..." (ascending)
+ *                         collbench/overhead/<level> = "send_s:recv_s" (optional)
  * Hosts are named node<N>-c<K> (core K of node N, socket K / C): same node and socket =
  * intra_socket, same node = inter_socket, else inter_node. SMPI adds a 16-byte envelope to
  * every message; the tables are written for the payload, as collbench measures it.
+ * Overheads (LogGP o_s, o_r) become SMPI's per-operation cost callbacks: the sender of
+ * MPI_Send/MPI_Isend and the receiver of MPI_Recv spend that much simulated time per
+ * message, by the level the message crosses (SMPI's smpi/os and smpi/or options are one
+ * value for every pair of hosts).
  */
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
+#include <smpi/smpi.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -38,7 +44,23 @@ struct Tables {
   int cores_per_socket = 1;
   Table lat[3];
   Table bw[3];
+  double send_s[3] = {0.0, 0.0, 0.0};
+  double recv_s[3] = {0.0, 0.0, 0.0};
 };
+
+/* "send_s:recv_s" into the level's two overheads; absent = none */
+bool parse_overhead(const char* text, double& send_s, double& recv_s)
+{
+  if (text == nullptr || *text == '\0')
+    return false;
+  std::string s(text);
+  size_t colon = s.find(':');
+  if (colon == std::string::npos)
+    throw std::invalid_argument("collbench platform: malformed overhead '" + s + "'");
+  send_s = std::stod(s.substr(0, colon));
+  recv_s = std::stod(s.substr(colon + 1));
+  return send_s > 0 || recv_s > 0;
+}
 
 Table parse_table(const char* text)
 {
@@ -82,6 +104,8 @@ bool parse_host(const std::string& name, long& node, long& core)
 int level_of(const Tables& t, const sg4::Host* src, const sg4::Host* dst)
 {
   long sn = 0, sc = 0, dn = 0, dc = 0;
+  if (src == nullptr || dst == nullptr) // SMPI may not know the peer yet (cost callbacks)
+    return 0;
   if (not parse_host(src->get_name(), sn, sc) || not parse_host(dst->get_name(), dn, dc))
     return 2;
   if (sn != dn)
@@ -106,6 +130,20 @@ void load_platform(const sg4::Engine& e)
   for (int i = 0; i < 3; i++) {
     tables->lat[i] = parse_table(zone->get_property(std::string("collbench/lat-factor/") + LEVELS[i]));
     tables->bw[i]  = parse_table(zone->get_property(std::string("collbench/bw-factor/") + LEVELS[i]));
+  }
+  bool overheads = false;
+  for (int i = 0; i < 3; i++)
+    overheads |= parse_overhead(zone->get_property(std::string("collbench/overhead/") + LEVELS[i]),
+                                tables->send_s[i], tables->recv_s[i]);
+  if (overheads) {
+    auto send = [tables](size_t, sg4::Host* src, sg4::Host* dst) {
+      return tables->send_s[level_of(*tables, src, dst)];
+    };
+    smpi_register_op_cost_callback(SmpiOperation::SEND, send);
+    smpi_register_op_cost_callback(SmpiOperation::ISEND, send);
+    smpi_register_op_cost_callback(SmpiOperation::RECV, [tables](size_t, sg4::Host* src, sg4::Host* dst) {
+      return tables->recv_s[level_of(*tables, src, dst)];
+    });
   }
   auto* model = zone->get_network_model();
   model->set_lat_factor_cb([tables](double size, const sg4::Host* src, const sg4::Host* dst,

@@ -91,6 +91,7 @@ class _Table(BaseModel):
 
 
 Positive = Annotated[float, Field(gt=0)]
+Overhead = Annotated[float, Field(ge=0, le=1e6)]
 Factors = Annotated[list[tuple[Annotated[int, Field(ge=0)], float]],
                     BeforeValidator(_pairs), AfterValidator(_factors)]
 
@@ -102,10 +103,32 @@ class Level(_Table):
         "Size-dependent latency multipliers [[from_bytes, factor], ...] (calibrate)."))
     bw_factor: Factors = Field(default_factory=lambda: [(0, 1.0)], description=(
         "Size-dependent bandwidth multipliers [[from_bytes, factor], ...] (calibrate)."))
+    # LogGP's o_s / o_r: CPU time a rank spends per message, which serialises a root's
+    # sends where link latency alone would let them overlap (calibrate --overheads).
+    send_overhead_us: Overhead = Field(0.0, description=(
+        "CPU time the sender spends per message at this level (LogGP o_s, µs); part of "
+        "latency_us, not added to it."))
+    recv_overhead_us: Overhead = Field(0.0, description=(
+        "CPU time the receiver spends per message at this level (LogGP o_r, µs); part of "
+        "latency_us, not added to it."))
+
+    @model_validator(mode="after")
+    def _overheads_within_latency(self) -> Level:
+        total = self.send_overhead_us + self.recv_overhead_us
+        if total >= self.latency_us:
+            raise _Problem(f"send_overhead_us + recv_overhead_us = {total:g} is not below "
+                           f"latency_us ({self.latency_us:g}); the overheads are part of the "
+                           "ping-pong latency")
+        return self
+
+    def overheads(self) -> bool:
+        return self.send_overhead_us > 0 or self.recv_overhead_us > 0
 
     def calibrated(self) -> bool:
-        """True when a factor differs from 1 (the platform then needs collbench's loader)."""
-        return any(f != 1.0 for _, f in (*self.lat_factor, *self.bw_factor))
+        """True when a factor differs from 1 or overheads are set (the platform then needs
+        collbench's loader)."""
+        return self.overheads() or any(f != 1.0 for _, f in (*self.lat_factor,
+                                                              *self.bw_factor))
 
 
 class Levels(_Table):

@@ -178,6 +178,10 @@ def platform_xml(cluster: Cluster) -> str:
                     f'value="{factor_value(level.lat_factor)}"/>',
                     f'    <prop id="collbench/bw-factor/{name}" '
                     f'value="{factor_value(level.bw_factor)}"/>']
+            if level.overheads():  # seconds, "send:recv", for the loader's cost callbacks
+                out.append(f'    <prop id="collbench/overhead/{name}" '
+                           f'value="{level.send_overhead_us * 1e-6:.9g}:'
+                           f'{level.recv_overhead_us * 1e-6:.9g}"/>')
     for n in range(cluster.nodes):
         _node_zone(cluster, n, out)
     if cluster.nodes > 1:

@@ -108,6 +108,9 @@ def cluster_toml(cluster: Cluster, header: str = "",
             if lv.calibrated():
                 out += [f"lat_factor = {_pairs(lv.lat_factor)}",
                         f"bw_factor = {_pairs(lv.bw_factor)}"]
+            if lv.overheads():
+                out += [f"send_overhead_us = {_float(lv.send_overhead_us)}",
+                        f"recv_overhead_us = {_float(lv.recv_overhead_us)}"]
     t = cluster.topology
     out += ["", "[topology]", f"kind = {_fmt(t.kind)}"]
     if t.kind == "fat-tree":

@@ -6,9 +6,11 @@ page content and files, output decides where they go, figures draws, html render
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from collbench.analyse.compare import METHOD
 from collbench.errors import UserError
@@ -16,6 +18,7 @@ from collbench.report import data, figures, html, nonblocking, output, sections,
 from collbench.report.apps import only_programs
 from collbench.report.apps import section as apps_section
 from collbench.report.models import section as model_section
+from collbench.report.scaling import Machine
 from collbench.store import Store, atomic_write
 
 
@@ -46,7 +49,7 @@ def build_report(results: Path, out: Path, opts: Options) -> Written:
     try:
         output.prepare(out)
         dest = output.Output(out, opts.fmt)
-        parts = sections.collectives(d.comp, d.counts, d.tails, dest)
+        parts = sections.collectives(d.comp, d.counts, d.tails, dest, _machine(d.provenance))
         overlap = nonblocking.section(Store(results), dest, opts.collective)
         parts = [*parts, overlap] if overlap is not None else parts
         apps = apps_section(Store(results), dest, opts.model)  # workload rows, if any
@@ -78,3 +81,21 @@ def _page(d: data.ReportData, parts: Sequence[html.Collective],
                           sorted((prov.get("environment") or {}).items())),
         provenance_warnings=tuple(str(w) for w in prov.get("warnings") or []),
         files=tuple(files), models=models)
+
+
+def _machine(prov: dict[str, Any]) -> Machine:
+    """Cores and sockets per node from provenance (boundaries in the scaling figure). A
+    simulation ran on its platform's nodes, not on the machine that simulated it."""
+    cores, sockets = prov.get("cores"), prov.get("sockets")
+    sim = prov.get("simgrid")
+    if isinstance(sim, dict):
+        try:
+            node = tomllib.loads(str(sim.get("platform_toml") or ""))
+            sockets = node.get("sockets_per_node")
+            per = node.get("cores_per_socket")
+            cores = sockets * per if isinstance(sockets, int) and isinstance(per, int) \
+                else None
+        except tomllib.TOMLDecodeError:
+            cores = sockets = None
+    return Machine(cores if isinstance(cores, int) and cores > 0 else None,
+                   sockets if isinstance(sockets, int) and sockets > 0 else None)

@@ -7,16 +7,19 @@ keeps its colour across the figures of a block.
 
 from __future__ import annotations
 
+import html
+import itertools
+import json
 import math
 import multiprocessing
 import os
-import statistics
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import matplotlib
 
@@ -24,17 +27,18 @@ matplotlib.use("Agg")  # before anything imports pyplot: never look for a displa
 
 from matplotlib import colormaps
 from matplotlib.axes import Axes
-from matplotlib.colors import LogNorm, to_rgba
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.lines import Line2D
 from matplotlib.ticker import (
     FixedLocator,
     FuncFormatter,
     LogLocator,
     NullLocator,
 )
+from PIL import Image
 
-from collbench.analyse import PointStat, RatioStat
+from collbench.analyse import PointStat
 from collbench.sizes import format_size
 from collbench.store import publish
 
@@ -91,9 +95,35 @@ def render_all(jobs: Sequence[Job], workers: int | None = None) -> list[Path]:
             return [p for written in pool.map(render, jobs) for p in written]
 
 
+def describe(fig: Figure) -> dict[str, Any]:
+    """What a reader (or a test) checks without looking: every axes' labels and title,
+    and every legend entry. Saved in the files' Description and shown on the page."""
+    axes = [{"x": ax.get_xlabel(), "y": ax.get_ylabel(), "title": ax.get_title()}
+            for ax in fig.axes if ax.get_label() != "colorbar"]
+    legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
+    entries = [t.get_text() for lg in legends if lg is not None for t in lg.get_texts()]
+    bars = [ax.get_ylabel() for ax in fig.axes if ax.get_label() == "colorbar"]
+    return {"axes": axes, "legend": entries, "colorbar": bars}
+
+
+def description(path: Path) -> str | None:
+    """The `describe` text saved in a PNG or SVG file, if any."""
+    try:
+        if path.suffix == ".png":
+            with Image.open(path) as im:
+                text = getattr(im, "text", {}).get("Description")
+                return text if isinstance(text, str) else None
+        found = re.search(r"<dc:description>(.*?)</dc:description>", path.read_text(), re.S)
+        return html.unescape(found.group(1)) if found else None
+    except (OSError, ValueError):
+        return None
+
+
 def _saver(fig: Figure, ext: str) -> Callable[[Path], None]:
+    meta = json.dumps(describe(fig), ensure_ascii=False)
     def write(tmp: Path) -> None:
-        fig.savefig(tmp, format=ext, dpi=DPI, metadata={"Date": None} if ext == "svg" else {})
+        fig.savefig(tmp, format=ext, dpi=DPI, metadata={"Date": None, "Description": meta}
+                    if ext == "svg" else {"Description": meta})
     return write
 
 
@@ -161,240 +191,141 @@ def _legend_margin(labels: Sequence[str]) -> float:
     return _text_width(labels) + 0.55
 
 
-def latency(title: str, points: Sequence[PointStat], colors: Mapping[str, Color],
-            stat: str) -> Figure:
-    """Latency vs size, log-log, one line per label, with a CI (or min–max over ranks) band.
+def latency(title: str, points: Sequence[PointStat], colors: Mapping[str, Color], stat: str,
+            baseline: str = "", winners: Sequence[WinSpan] = (),
+            ylim: tuple[float, float] | None = None) -> Figure:
+    """Latency vs size, log-log: the baseline bold, the algorithms that win some size range
+    in colour with their band, every other algorithm a thin grey line (context, not
+    competitors); a strip under the curves marks which winner holds each size range.
 
-    Size 0 has no place on a log axis; when it is the only size (barrier), one bar per
-    label instead."""
+    With a single size (barrier's 0, or one size measured) a line has nothing to join:
+    a dot chart instead."""
     use_ci = any(p.n >= 2 for p in points)
-    if not any(p.size_bytes > 0 for p in points):
-        return _bars(title, points, colors, stat, use_ci)
+    if not points:  # nothing measured: an empty, labelled frame rather than an error
+        fig, ax = _frame(7.5, 3.0)
+        ax.set_xlabel("message size (bytes per rank)")
+        ax.set_ylabel(f"{stat} latency (µs)")
+        ax.set_title(f"{title}: no measurement", fontsize=10)
+        return fig
+    if len({p.size_bytes for p in points if p.size_bytes > 0}) < 2:
+        return dots(title, points, colors, stat, baseline, use_ci)
+    shown = {w.label for w in winners} | {baseline}
     labels = list(dict.fromkeys(p.label for p in points))
-    margin = _legend_margin(labels)
+    legend_labels = [lab for lab in labels if lab in shown] + ["other algorithms"]
+    margin = _legend_margin(legend_labels)
     fig, ax = _frame(7.5 + margin, 5.0, right=margin)
     by_label: dict[str, list[PointStat]] = {}
     for p in points:
         if p.size_bytes > 0:  # a log axis has no 0
             by_label.setdefault(p.label, []).append(p)
-    for i, (label, pts) in enumerate(by_label.items()):
+    others = 0
+    # Grey lines first, so that the highlighted ones are drawn over them.
+    for label, pts in sorted(by_label.items(), key=lambda kv: (kv[0] in shown, kv[0])):
         pts.sort(key=lambda p: p.size_bytes)
         x = [float(p.size_bytes) for p in pts]
-        color = colors.get(label, "black")
-        ax.plot(x, [p.value for p in pts], marker=MARKERS[i % len(MARKERS)], markersize=3.5,
-                linewidth=1.3, color=color, label=label)
+        y = [p.value for p in pts]
+        if label not in shown:
+            rest = len(set(by_label) - shown)
+            ax.plot(x, y, color="0.62", linewidth=0.7, alpha=0.85, zorder=1,
+                    label="_" if others else f"other algorithms ({rest})")
+            others += 1
+            continue
+        base = label == baseline
+        color = (0.0, 0.0, 0.0, 1.0) if base else colors.get(label, (0.0, 0.0, 0.0, 1.0))
+        ax.plot(x, y, color=color, linewidth=2.4 if base else 1.5, zorder=3 if base else 2,
+                marker="o" if base else MARKERS[(labels.index(label) + 1) % len(MARKERS)],
+                markersize=3.5, label=f"{label} (baseline)" if base else label)
         low = [p.ci_low if use_ci else p.min_us for p in pts]
         high = [p.ci_high if use_ci else p.max_us for p in pts]
         band = [(xi, lo, hi) for xi, lo, hi in zip(x, low, high, strict=True)
                 if lo is not None and hi is not None and lo > 0]
         if band:
             ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band],
-                            color=color, alpha=0.13, linewidth=0)
-    _size_axis(ax, [p.size_bytes for p in points if p.size_bytes > 0])
+                            color=color, alpha=0.15, linewidth=0, zorder=0)
+    sizes = [p.size_bytes for p in points if p.size_bytes > 0]
+    _size_axis(ax, sizes)
     _log_y(ax)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    _winner_strip(ax, winners, sorted(set(sizes)), colors, baseline)
     ax.set_xlabel("message size (bytes per rank)")
-    ax.set_ylabel(f"{stat} (µs), median over repetitions")
+    ax.set_ylabel(f"{stat} latency (µs), median over repetitions")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax)
+    handles, names = ax.get_legend_handles_labels()
+    order = sorted(range(len(names)), key=lambda i: (not names[i].endswith("(baseline)"),
+                                                     names[i].startswith("other algorithms")))
+    ax.legend([handles[i] for i in order], [names[i] for i in order], loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return fig
 
 
-def _bars(title: str, points: Sequence[PointStat], colors: Mapping[str, Color], stat: str,
-          use_ci: bool) -> Figure:
-    labels = list(dict.fromkeys(p.label for p in points))
-    fig, ax = _frame(8.0, max(2.5, 0.35 * len(labels) + 1.4), left=_text_width(labels) + 0.3)
-    values = [next(p for p in points if p.label == lab) for lab in labels]
-    low = [(p.ci_low if use_ci else p.min_us) or p.value for p in values]
-    high = [(p.ci_high if use_ci else p.max_us) or p.value for p in values]
-    ax.barh(range(len(labels)), [p.value for p in values],
-            xerr=[[max(0.0, p.value - lo) for p, lo in zip(values, low, strict=True)],
-                  [max(0.0, hi - p.value) for p, hi in zip(values, high, strict=True)]],
-            color=[colors.get(lab, "grey") for lab in labels], alpha=0.8, capsize=3)
+@dataclass(frozen=True)
+class WinSpan:
+    """An algorithm recommended over [size_from, size_to] (a compare WinRange)."""
+
+    label: str
+    size_from: int
+    size_to: int
+
+
+def _winner_strip(ax: Axes, winners: Sequence[WinSpan], sizes: Sequence[int],
+                  colors: Mapping[str, Color], baseline: str) -> None:
+    """A band along the bottom of the axes, coloured by the recommended algorithm: each
+    range reaches halfway (in log size) to the neighbouring measured sizes."""
+    if not winners or len(sizes) < 2:
+        return
+    edges = [math.sqrt(a * b) for a, b in itertools.pairwise(sizes)]
+    lo = {s: (sizes[0] / math.sqrt(sizes[1] / sizes[0]) if i == 0 else edges[i - 1])
+          for i, s in enumerate(sizes)}
+    hi = {s: (sizes[-1] * math.sqrt(sizes[-1] / sizes[-2]) if i == len(sizes) - 1
+              else edges[i]) for i, s in enumerate(sizes)}
+    for w in winners:
+        if w.size_from in lo and w.size_to in hi:
+            color = (0.0, 0.0, 0.0, 1.0) if w.label == baseline else colors.get(
+                w.label, (0.5, 0.5, 0.5, 1.0))
+            ax.axvspan(max(lo[w.size_from], sizes[0]), min(hi[w.size_to], sizes[-1]),
+                       ymin=0.0, ymax=0.025, color=color, linewidth=0, alpha=0.9)
+
+
+def dots(title: str, points: Sequence[PointStat], colors: Mapping[str, Color], stat: str,
+         baseline: str, use_ci: bool) -> Figure:
+    """One size: a dot per algorithm (fastest on top) with its interval; baseline black."""
+    size = min(p.size_bytes for p in points)
+    pts = sorted((p for p in points if p.size_bytes == size), key=lambda p: p.value)
+    labels = [p.label for p in pts]
+    what = "confidence interval of the median" if use_ci else "fastest to slowest rank"
+    keys = [f"{baseline} (baseline)", "median", f"bar: {what}"]
+    margin = _legend_margin(keys)
+    fig, ax = _frame(6.0 + margin, max(2.6, 0.32 * len(labels) + 1.6),
+                     left=_text_width(labels) + 0.3, right=margin)
+    for i, p in enumerate(pts):
+        lo = (p.ci_low if use_ci else p.min_us) or p.value
+        hi = (p.ci_high if use_ci else p.max_us) or p.value
+        color = (0.0, 0.0, 0.0, 1.0) if p.label == baseline else colors.get(p.label, "grey")
+        ax.errorbar([p.value], [i], xerr=[[max(0.0, p.value - lo)], [max(0.0, hi - p.value)]],
+                    fmt="o", color=color, markersize=6 if p.label == baseline else 4.5,
+                    capsize=3, linewidth=1.2)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"{stat} (µs), median over repetitions")
-    ax.set_title(f"{title} (size 0)", fontsize=10)
+    ax.set_ylim(len(labels) - 0.5, -0.5)  # fastest on top
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_locator(NullLocator())
+    lo, hi = ax.get_xlim()
+    if hi / lo < 10:  # fewer than two labelled ticks in a narrow range: label the ends
+        ax.xaxis.set_major_locator(FixedLocator([lo, (lo * hi) ** 0.5, hi]))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    ax.set_xlabel(f"{stat} latency (µs), median over repetitions")
+    ax.set_ylabel("algorithm")
+    ax.set_title(f"{title} (size {format_size(size)})", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
-    return fig
-
-
-def heatmap(title: str, ratios: Sequence[RatioStat], baseline: str, repetitions: int) -> Figure:
-    """Ratio to the baseline per (algorithm, size): diverging colours centred on 1, log scale.
-
-    Hatched cells are not significantly different from the baseline (or untestable)."""
-    labels = sorted({r.point.label for r in ratios})
-    sizes = sorted({r.point.size_bytes for r in ratios})
-    cell = {(r.point.label, r.point.size_bytes): r for r in ratios}
-    values = [[cell[(lab, s)].ratio if (lab, s) in cell else math.nan for s in sizes]
-              for lab in labels]
-    finite = [v for row in values for v in row if v > 0 and math.isfinite(v)]
-    span = min(100.0, max([1.25] + [max(v, 1 / v) for v in finite]))
-    cmap = colormaps["RdBu_r"].with_extremes(bad="#dddddd")
-    left = _text_width(labels) + 0.25
-    width = min(18.0, max(6.5, 0.42 * len(sizes) + left + 1.6))
-    rotate = len(sizes) > 14
-    fig, ax = _frame(width, max(2.8, 0.36 * len(labels) + 1.9), left=left, right=1.5,
-                     bottom=1.05 if rotate else 0.85, top=0.65)
-    masked = [[v if v > 0 else math.nan for v in row] for row in values]
-    mesh = ax.pcolormesh(range(len(sizes) + 1), range(len(labels) + 1), masked, cmap=cmap,
-                         norm=LogNorm(vmin=1 / span, vmax=span), edgecolors="white",
-                         linewidth=0.5)
-    pos = ax.get_position()
-    bar = fig.colorbar(mesh, cax=fig.add_axes((pos.x1 + 0.15 / width, pos.y0, 0.18 / width,
-                                               pos.height)))
-    bar.set_label(f"ratio to {baseline} (< 1: faster)")
-    bar.ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    bar.ax.yaxis.set_minor_locator(NullLocator())
-    readable = len(sizes) <= MAX_CELL_TEXT[0] and len(labels) <= MAX_CELL_TEXT[1]
-    # Hatch the cells that are not significant, unless none is: all-hatched says nothing
-    # and hides the colours; the title says it instead.
-    tested = repetitions >= 2
-    hatch = hatched(ratios, repetitions)
-    for (label, size), r in cell.items():
-        x, y = sizes.index(size), labels.index(label)
-        if hatch and not r.significant:
-            ax.add_patch(Rectangle((x, y), 1, 1, fill=False, hatch="///", linewidth=0,
-                                   edgecolor=(0.25, 0.25, 0.25, 0.55)))
-        if readable and r.ratio > 0:
-            strong = abs(math.log(r.ratio)) > 0.6 * math.log(span)
-            ax.text(x + 0.5, y + 0.5, _short(r.ratio), ha="center", va="center", fontsize=7,
-                    color="white" if strong else "black",
-                    fontweight="bold" if r.significant else "normal")
-    ax.set_xticks([i + 0.5 for i in range(len(sizes))], [format_size(s) for s in sizes],
-                  rotation=90 if rotate else 0, fontsize=8)
-    ax.set_yticks([i + 0.5 for i in range(len(labels))], labels, fontsize=8)
-    ax.invert_yaxis()  # first label on top, as in the tables
-    ax.set_xlabel("message size (bytes per rank)")
-    why = ("" if hatch else "\n(no ratio is significant: too few repetitions or no real "
-           "difference)" if tested else "\n(1 repetition: no significance test possible)")
-    ax.set_title(title + why, fontsize=10)
-    if hatch:
-        fig.legend(handles=[Patch(facecolor="white", edgecolor="0.3", hatch="///",
-                                  label="not significant / untested")],
-                   loc="lower right", fontsize=8, frameon=False)
-    return fig
-
-
-def hatched(ratios: Sequence[RatioStat], repetitions: int) -> bool:
-    """Whether `heatmap` hatches the non-significant cells (captions must say the same)."""
-    return repetitions >= 2 and any(r.significant for r in ratios)
-
-
-def _short(v: float) -> str:
-    return f"{v:.2f}" if v < 10 else f"{v:.0f}"
-
-
-def boxplot(title: str, points: Sequence[PointStat], labels: Sequence[str], baseline: str,
-            colors: Mapping[str, Color]) -> Figure:
-    """Repetitions per size and label, divided by the baseline's median at that size."""
-    base = {p.size_bytes: p.value for p in points if p.label == baseline and p.value > 0}
-    sizes = sorted(s for s in base if any(p.size_bytes == s and p.label in labels
-                                          for p in points))
-    width = 0.8 / max(1, len(labels))
-    margin = _legend_margin(labels)
-    rotate = len(sizes) > 14
-    # Capped so that the page shows it near full size: wider, its labels become unreadable.
-    fig, ax = _frame(min(10.5, max(7.0, 0.14 * len(sizes) * max(1, len(labels)) + 1.2))
-                     + margin, 4.6, right=margin, bottom=0.95 if rotate else 0.65)
-    at = {(p.label, p.size_bytes): p for p in points}
-    for j, label in enumerate(labels):
-        pos, boxes = [], []
-        for i, size in enumerate(sizes):
-            p = at.get((label, size))
-            if p is not None and p.values:
-                pos.append(i + (j - (len(labels) - 1) / 2) * width)
-                boxes.append(_box([v / base[size] for v in p.values]))
-        if boxes:
-            _draw_boxes(ax, pos, boxes, width * 0.85, colors.get(label, (0.0, 0.0, 0.0, 1.0)),
-                        label)
-    ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle="--")
-    _log_y(ax)
-    ax.set_xticks(range(len(sizes)), [format_size(s) for s in sizes],
-                  rotation=90 if rotate else 0, fontsize=8)
-    ax.set_xlim(-0.6, len(sizes) - 0.4)
-    ax.set_xlabel("message size (bytes per rank)")
-    ax.set_ylabel(f"time / {baseline}'s median")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, axis="y", alpha=0.3)
-    _legend(ax)
-    return fig
-
-
-@dataclass(frozen=True)
-class _Box:
-    q1: float
-    median: float
-    q3: float
-    low: float  # whiskers: the farthest values within 1.5 IQR of the box (Tukey)
-    high: float
-    fliers: tuple[float, ...]
-
-
-def _box(values: Sequence[float]) -> _Box:
-    v = sorted(values)
-    q1, med, q3 = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else v * 3
-    reach = 1.5 * (q3 - q1)
-    inside = [x for x in v if q1 - reach <= x <= q3 + reach]
-    return _Box(q1, med, q3, inside[0], inside[-1],
-                tuple(x for x in v if x < q1 - reach or x > q3 + reach))
-
-
-def _draw_boxes(ax: Axes, pos: Sequence[float], boxes: Sequence[_Box], width: float,
-                color: Color, label: str) -> None:
-    """Boxplots drawn as a few collections per label: Axes.boxplot makes ~7 artists per box,
-    which made boxplots the slowest figures of large reports."""
-    ax.bar(pos, [b.q3 - b.q1 for b in boxes], width, [b.q1 for b in boxes],
-           color=(*color[:3], 0.35), edgecolor=color, linewidth=0.8, label=label)
-    half = width / 2
-    ax.hlines([b.median for b in boxes], [x - half for x in pos], [x + half for x in pos],
-              color=color, linewidth=1.6)
-    ax.vlines(pos, [b.low for b in boxes], [b.q1 for b in boxes], color=color, linewidth=0.8)
-    ax.vlines(pos, [b.q3 for b in boxes], [b.high for b in boxes], color=color, linewidth=0.8)
-    fx = [x for x, b in zip(pos, boxes, strict=True) for _ in b.fliers]
-    fy = [f for b in boxes for f in b.fliers]
-    if fx:
-        ax.scatter(fx, fy, s=9, facecolors="none", edgecolors=[color], linewidths=0.8)
-
-
-@dataclass(frozen=True)
-class ScalingLine:
-    placement: str  # "map-by=core bind-to=core"
-    size_bytes: int
-    nprocs: tuple[int, ...]
-    values: tuple[float, ...]
-
-
-def scaling(title: str, lines: Sequence[ScalingLine], sizes: Sequence[int],
-            stat: str) -> Figure:
-    """Latency vs process count, one panel per size, one line per placement."""
-    placements = sorted({ln.placement for ln in lines})
-    margin = _legend_margin(placements)
-    width = 3.6 * len(sizes) + 0.6 + margin
-    fig = Figure(figsize=(width, 3.9))
-    fig.subplots_adjust(left=0.8 / width, right=1 - margin / width, bottom=0.6 / 3.9,
-                        top=1 - 0.7 / 3.9, wspace=0.3)
-    axes = fig.subplots(1, len(sizes), squeeze=False)[0]
-    colors = palette(placements)
-    for ax, size in zip(axes, sizes, strict=True):
-        for k, place in enumerate(placements):
-            for ln in lines:
-                if ln.placement == place and ln.size_bytes == size:
-                    ax.plot(ln.nprocs, ln.values, marker=MARKERS[k % len(MARKERS)],
-                            color=colors[place], label=place)
-        counts = sorted({n for ln in lines for n in ln.nprocs})
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_locator(FixedLocator([float(n) for n in counts]))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_locator(NullLocator())
-        _log_y(ax)
-        ax.set_title(f"size {format_size(size)}", fontsize=9)
-        ax.set_xlabel("processes")
-        ax.grid(True, alpha=0.3)
-    axes[0].set_ylabel(f"{stat} (µs)")
-    _legend(axes[-1])
-    fig.suptitle(title, fontsize=10)
+    ax.legend(handles=[Line2D([], [], color="black", marker="o", linestyle="none",
+                              label=keys[0]),
+                       Line2D([], [], color="0.4", marker="o", linestyle="none", label=keys[1]),
+                       Line2D([], [], color="0.4", marker="|", markersize=10,
+                              linestyle="-", label=keys[2])],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return fig
 
 

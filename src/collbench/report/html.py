@@ -14,7 +14,10 @@ from html import escape
 from pathlib import Path
 from typing import Final
 
+from collbench.report.figures import description
+
 MIME: Final = {".png": "image/png", ".svg": "image/svg+xml"}
+WARNINGS_SHOWN: Final = 5  # stability warnings in view; the rest behind a <details>
 
 
 @dataclass(frozen=True)
@@ -186,10 +189,13 @@ def table(t: Table) -> str:
 
 
 def figure(f: FigureRef) -> str:
-    """The figure as an <img> with a data URI: no file beside the page is needed."""
+    """The figure as an <img> with a data URI: no file beside the page is needed. Its axes
+    labels and legend (saved in the file) ride along in data-axes, for tools and tests."""
     mime = MIME[f.path.suffix.lower()]
     data = base64.b64encode(f.path.read_bytes()).decode("ascii")
-    return (f'<figure><img src="data:{mime};base64,{data}" alt="{escape(f.caption)}" '
+    axes = description(f.path)
+    meta = f' data-axes="{escape(axes)}"' if axes else ""
+    return (f'<figure{meta}><img src="data:{mime};base64,{data}" alt="{escape(f.caption)}" '
             f'loading="eager"><figcaption>{escape(f.caption)}</figcaption></figure>')
 
 
@@ -210,11 +216,14 @@ def _warnings(warnings: Sequence[WarningItem]) -> str:
     if not warnings:
         out.append('<p class="note">None: no check found a problem.</p>')
     else:
-        out.append("<ul>")
-        out += [f'<li class="warn"><b>{escape(w.where)}</b>: {escape(w.problem)}.<br>'
-                f'<span class="advice">What to do: {escape(w.advice)}.</span></li>'
-                for w in warnings]
-        out.append("</ul>")
+        # Worst first; the first few in view, the rest one click away (no script needed).
+        items = [f'<li class="warn"><b>{escape(w.where)}</b>: {escape(w.problem)}.<br>'
+                 f'<span class="advice">What to do: {escape(w.advice)}.</span></li>'
+                 for w in warnings]
+        out += ["<ul>", *items[:WARNINGS_SHOWN], "</ul>"]
+        if len(items) > WARNINGS_SHOWN:
+            out += [f"<details><summary>{len(items) - WARNINGS_SHOWN} more warnings</summary>",
+                    "<ul>", *items[WARNINGS_SHOWN:], "</ul></details>"]
     out.append("</section>")
     return "\n".join(out)
 

@@ -57,7 +57,8 @@ def overlay(title: str, points: Sequence[PointError], colors: Mapping[str, Color
                 marker=figures.MARKERS[i % len(figures.MARKERS)], markersize=3.5,
                 label=f"{label} ({a_name})")
         ax.plot(x, [p.predicted_us for p in pts], color=color, linewidth=1.3,
-                linestyle="--", label=f"{label} ({b_name})")
+                linestyle="--", marker="x" if len(x) == 1 else None,  # one size: a point
+                label=f"{label} ({b_name})")
     sizes = [p.key.size_bytes for p in points if p.key.size_bytes > 0]
     if sizes:
         _size_axis(ax, sizes)

@@ -23,6 +23,7 @@ from collbench.report import figures, html
 from collbench.report.output import Output
 from collbench.sizes import format_size
 from collbench.store import Store
+from collbench.tables import csv_table
 
 FIGURES = ("overlap_pct", "overall_us", "pure_us", "test_us", "wait_us")
 
@@ -120,6 +121,7 @@ def overall_vs_pure(title: str, points: Sequence[NbPoint]) -> Figure:
         sizes = sorted(by_size)
         ax.plot([float(s) for s in sizes], [statistics.median(by_size[s]) for s in sizes],
                 linestyle="--", linewidth=1.3, color=colors[f"{alg} pure"],
+                marker="x" if len(sizes) == 1 else None,  # one size: a point, not a line
                 label=f"{alg} pure")
     figures._size_axis(ax, [p.size_bytes for p in points if p.size_bytes > 0])
     figures._log_y(ax)
@@ -138,8 +140,9 @@ def _table(points: Sequence[NbPoint]) -> tuple[str, str]:
             for p in points]
     md = "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols),
                     *("| " + " | ".join(r) + " |" for r in rows)])
-    csv = "\n".join([",".join(cols), *(",".join(f'"{c}"' if "," in c else c for c in r)
-                                       for r in rows)])
+    # The CSV holds the numbers unrounded, spelled as in every collbench CSV (tables.py).
+    csv = csv_table([{"size": format_size(p.size_bytes), "setting": p.label, "n": p.n,
+                      **{k: p.values.get(k) for k in FIGURES}} for p in points], cols)
     return md, csv
 
 

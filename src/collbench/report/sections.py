@@ -9,22 +9,27 @@ from __future__ import annotations
 import hashlib
 import math
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 from typing import Final
 
 from collbench.analyse import Comparison, PointStat, RatioStat, WinRange
 from collbench.analyse.compare import block_title
-from collbench.report import figures, html, tables
+from collbench.report import figures, heatmap, html, tables
 from collbench.report.data import Context, Counts, Tails
 from collbench.report.output import Output
+from collbench.report.scaling import Machine, Series, scaling
+from collbench.report.spread import STRIP_MAX, spread
 
 BOX_LABELS: Final = 4  # baseline + the 3 fastest: more boxes per size are unreadable
 SCALING_SIZES: Final = 3
+UNKNOWN: Final = Machine(None, None)
+SCALING_LABELS: Final = 4  # the baseline and the 3 algorithms that win most size ranges
 
 
 def collectives(comp: Comparison | None, counts: Counts, tails: Tails,
-                dest: Output) -> list[html.Collective]:
+                dest: Output, machine: Machine = UNKNOWN) -> list[html.Collective]:
     names = sorted({c for c, _ in counts})
     by_context: dict[Context, list[PointStat]] = {}
     for p in comp.points if comp else ():
@@ -38,15 +43,17 @@ def collectives(comp: Comparison | None, counts: Counts, tails: Tails,
                 f"No successful measurement of {name} (points by status: {bad}); see "
                 "`collbench show` for the errors.",)))
             continue
-        blocks = tuple(_block(comp, ctx, by_context[ctx], tails, dest) for ctx in contexts)
         points = [p for ctx in contexts for p in by_context[ctx]]
-        scaling = _scaling(comp, name, points, dest)
-        out.append(html.Collective(name, blocks, (scaling,) if scaling else ()))
+        ylim = _shared_scale(points)  # one latency scale for the collective's panels
+        blocks = tuple(_block(comp, ctx, by_context[ctx], tails, dest, ylim)
+                       for ctx in contexts)
+        figure = _scaling(comp, name, points, dest, machine)
+        out.append(html.Collective(name, blocks, (figure,) if figure else ()))
     return out
 
 
 def _block(comp: Comparison, ctx: Context, points: list[PointStat], tails: Tails,
-           dest: Output) -> html.Block:
+           dest: Output, ylim: tuple[float, float] | None = None) -> html.Block:
     title = block_title(*ctx)
     stem = dest.slug(_stem(ctx))
     labels = list(dict.fromkeys(p.label for p in points))
@@ -60,16 +67,7 @@ def _block(comp: Comparison, ctx: Context, points: list[PointStat], tails: Tails
     notes: list[str] = []
     figs: list[html.FigureRef] = []
 
-    band = ("the band is the confidence interval of the median over repetitions"
-            if reps >= 2 else "the band spans the fastest to the slowest rank (min_us to max_us)"
-            " of the single repetition")
-    sizes = {p.size_bytes for p in points}
-    if 0 in sizes and len(sizes) > 1:
-        band += "; size 0 is not shown on the log axis (see the tables)"
-    figs.append(dest.figure(partial(figures.latency, title, points, colors, stat),
-                            f"{stem}_latency",
-                            f"{title}: {stat} latency vs message size, log-log, one line per "
-                            f"algorithm (median over up to {reps} repetitions); {band}."))
+    figs.append(_latency(comp, title, stem, points, colors, ranges, reps, ylim, dest))
     if len(labels) == 1:
         notes.append(f"Only one algorithm measured here ({labels[0]}): nothing to compare, "
                      "no heat map.")
@@ -77,31 +75,34 @@ def _block(comp: Comparison, ctx: Context, points: list[PointStat], tails: Tails
         notes.append(f"The baseline {comp.baseline} was not measured here: no ratios, "
                      "no heat map.")
     else:
-        hatch = ("hatched cells are not significantly different from the baseline "
-                 "(Holm-corrected exact Mann-Whitney) or could not be tested; bold numbers "
-                 "are significant" if figures.hatched(ratios, reps) else
-                 "no ratio is significant here, so no cell is hatched" if reps >= 2 else
-                 "a single repetition: no cell can be tested for significance")
-        figs.append(dest.figure(partial(figures.heatmap, title, ratios, comp.baseline, reps),
+        cells = ("full colour: significantly different from the baseline (Holm-corrected "
+                 "exact Mann-Whitney), bold number; faded: tested, not significant"
+                 + ("; hatched: untested (fewer than 2 repetitions on a side)"
+                    if heatmap.untested(ratios, reps) else "")
+                 if reps >= 2 else "a single repetition: no cell can be tested")
+        figs.append(dest.figure(partial(heatmap.heatmap, title, ratios, comp.baseline, reps),
                                 f"{stem}_ratio", f"{title}: ratio of each algorithm's {stat} "
                                 f"to {comp.baseline}'s at each size (blue: faster, red: "
-                                "slower, log colour scale centred on 1; grey: not measured); "
-                                f"{hatch}."))
+                                f"slower; one log colour scale, 1/{heatmap.RATIO_SPAN:g} to "
+                                f"{heatmap.RATIO_SPAN:g}, in every heat map; grey: not "
+                                f"measured); {cells}."))
     if reps < 2:
-        notes.append("One repetition: no boxplots across repetitions and no significance; "
+        notes.append("One repetition: no spread across repetitions and no significance; "
                      "run more repetitions (run.repetitions) to see the spread.")
     elif len(labels) > 1 and ratios:
         shown = _box_labels(comp.baseline, labels, ratios)
-        figs.append(dest.figure(partial(figures.boxplot, title, points, shown, comp.baseline,
-                                        colors),
+        how = ("every repetition as a dot, a bar at the median" if reps <= STRIP_MAX
+               else "boxes: quartiles, whiskers to 1.5 IQR")
+        figs.append(dest.figure(partial(spread, title, points, shown, comp.baseline, colors),
                                 f"{stem}_repetitions",
-                                f"{title}: spread of the {stat} over repetitions, each divided "
-                                f"by {comp.baseline}'s median at that size (1 = baseline); "
-                                f"{comp.baseline} and the {len(shown) - 1} algorithms with the "
-                                "lowest geometric-mean ratio."))
+                                f"{title}: spread of the {stat} over repetitions ({how}), "
+                                f"each divided by {comp.baseline}'s median at that size "
+                                f"(1 = baseline); {comp.baseline} and the {len(shown) - 1} "
+                                "algorithms with the lowest geometric-mean ratio; values far "
+                                "outside the rest sit at the edge, marked with their value."))
     # Size 0 has no meaningful per-iteration time to compare tails of.
     block_tails = [t for (c, _, size), t in tails.items() if c == ctx and size > 0]
-    if block_tails:
+    if len({t.size_bytes for t in block_tails}) >= 2:  # one size: the table says it all
         figs.append(dest.figure(partial(figures.tails, title, block_tails, colors),
                                 f"{stem}_tails",
                                 f"{title}: tail of the per-iteration times (raw samples): "
@@ -144,37 +145,93 @@ def _box_labels(baseline: str, labels: Sequence[str], ratios: Sequence[RatioStat
     return [baseline, *ranked[:BOX_LABELS - 1]]
 
 
+def _latency(comp: Comparison, title: str, stem: str, points: Sequence[PointStat],
+             colors: dict[str, figures.Color], ranges: Sequence[WinRange], reps: int,
+             ylim: tuple[float, float] | None, dest: Output) -> html.FigureRef:
+    stat = comp.stat.removesuffix("_us")
+    winners = [figures.WinSpan(r.algorithm, r.size_from, r.size_to) for r in ranges]
+    band = ("bands: confidence interval of the median over repetitions" if reps >= 2 else
+            "bands: fastest to slowest rank (min_us to max_us) of the single repetition")
+    sizes = {p.size_bytes for p in points if p.size_bytes > 0}
+    if len(sizes) < 2:
+        what = (f"{stat} latency per algorithm at the one size measured, a dot per algorithm "
+                f"(median over up to {reps} repetitions) with its "
+                + ("confidence interval" if reps >= 2 else "fastest-to-slowest-rank range"))
+    else:
+        what = (f"{stat} latency vs message size, log-log (median over up to {reps} "
+                f"repetitions): {comp.baseline} (baseline) bold black, the algorithms "
+                "recommended for some size range in colour (the strip along the bottom shows "
+                "which one holds each range), every other algorithm thin grey; "
+                f"{band}, for the highlighted lines only; the latency scale is shared by "
+                "every panel of this collective")
+        if 0 in {p.size_bytes for p in points}:
+            what += "; size 0 is not on the log axis (see the tables)"
+    return dest.figure(partial(figures.latency, title, points, colors, stat, comp.baseline,
+                               winners, ylim), f"{stem}_latency", f"{title}: {what}.")
+
+
+def _shared_scale(points: Sequence[PointStat]) -> tuple[float, float] | None:
+    """Latency limits covering every point and band of a collective, with a margin."""
+    ys = [y for p in points if p.size_bytes > 0
+          for y in (p.value, p.ci_low, p.ci_high, p.min_us, p.max_us)
+          if y is not None and y > 0]
+    return (min(ys) / 1.25, max(ys) * 1.25) if ys else None
+
+
 def _scaling(comp: Comparison, name: str, points: Sequence[PointStat],
-             dest: Output) -> html.FigureRef | None:
-    """Baseline latency vs process count per placement, at a few representative sizes."""
-    base = [p for p in points if p.label == comp.baseline]
-    if len({p.nprocs for p in base}) < 2:
-        return None
-    series: dict[tuple[str, int], dict[int, float]] = {}
-    for p in base:
-        series.setdefault((_placement(p), p.size_bytes), {}).setdefault(p.nprocs, p.value)
-    sizes = sorted({s for (_, s), v in series.items() if len(v) >= 2})
+             dest: Output, machine: Machine) -> html.FigureRef | None:
+    """Latency vs process count per algorithm and placement, at a few representative sizes:
+    the baseline and the algorithms recommended most often."""
+    counts = Counter(r.algorithm for r in comp.ranges
+                     if r.collective == name and r.algorithm != comp.baseline)
+    labels = {comp.baseline, *(lab for lab, _ in counts.most_common(SCALING_LABELS - 1))}
+    chosen = [p for p in points if p.label in labels]
+    by_line: dict[tuple[str, str, int], dict[int, PointStat]] = {}
+    for p in chosen:
+        by_line.setdefault((p.label, _placement(p), p.size_bytes), {}).setdefault(p.nprocs, p)
+    by_line = {k: v for k, v in by_line.items() if len(v) >= 2}
+    sizes = sorted({size for _, _, size in by_line})
     if not sizes:
         return None
     if len(sizes) > SCALING_SIZES:
         mid = math.log(max(1, sizes[0]) * sizes[-1]) / 2  # geometric middle
-        sizes = [sizes[0], min(sizes[1:-1], key=lambda s: abs(math.log(s) - mid)), sizes[-1]]
-    lines = [figures.ScalingLine(place, size, tuple(sorted(v)),
-                                 tuple(v[n] for n in sorted(v)))
-             for (place, size), v in series.items() if size in sizes and len(v) >= 2]
+        sizes = [sizes[0], min(sizes[1:-1], key=lambda s: abs(math.log(max(s, 1)) - mid)),
+                 sizes[-1]]
+    series = [_series(label, place, size, pts, machine)
+              for (label, place, size), pts in sorted(by_line.items()) if size in sizes]
     stat = comp.stat.removesuffix("_us")
-    draw = partial(figures.scaling, f"{name}: {comp.baseline} vs process count", lines, sizes,
-                   stat)
+    draw = partial(scaling, f"{name}: latency vs process count", series, sizes, stat, machine,
+                   comp.baseline)
     return dest.figure(draw, dest.slug(f"{name}_scaling"),
-                       f"{name}: {stat} latency of the baseline ({comp.baseline}, measured at "
-                       "every process count, unlike the per-size winners) against the number "
-                       "of processes, one line per placement, at the smallest, a middle and "
-                       "the largest size measured at several process counts.")
+                       f"{name}: {stat} latency against the number of processes, one line per "
+                       f"algorithm and placement ({comp.baseline}, the baseline, and the "
+                       "algorithms recommended for the most size ranges), at the smallest, a "
+                       "middle and the largest size measured at several process counts; bars: "
+                       "confidence interval of the median; lines continue across node "
+                       "boundaries (dashed); dotted: socket boundaries; hollow points and the "
+                       "shaded region: more ranks per node than cores (oversubscribed).")
+
+
+def _series(label: str, place: str, size: int, pts: dict[int, PointStat],
+            machine: Machine) -> Series:
+    ordered = [pts[n] for n in sorted(pts)]
+    ci = all(p.n >= 2 for p in ordered)
+    return Series(label, place, size, tuple(p.nprocs for p in ordered),
+                  tuple(p.value for p in ordered),
+                  tuple(p.ci_low if ci else p.min_us for p in ordered),
+                  tuple(p.ci_high if ci else p.max_us for p in ordered),
+                  tuple(p.nodes or 1 for p in ordered),
+                  tuple(bool(machine.cores) and _per_node(p) > (machine.cores or 0)
+                        for p in ordered))
+
+
+def _per_node(p: PointStat) -> int:
+    return p.ppn or (p.nprocs // p.nodes if p.nodes else p.nprocs)
 
 
 def _placement(p: PointStat) -> str:
-    parts = [f"ppn={p.ppn}"] if p.nodes and p.nodes > 1 else []
-    parts += [f"map-by={p.mapping}"] if p.mapping else []
+    """How ranks are placed, without their number: a line runs across node counts."""
+    parts = [f"map-by={p.mapping}"] if p.mapping else []
     parts += [f"bind-to={p.binding}"] if p.binding else []
     parts += [f"params={p.params}"] if p.params else []
-    return " ".join(parts) or "default placement"
+    return " ".join(parts)

@@ -35,8 +35,9 @@ def summary(d: ReportData) -> list[tuple[str, str]]:
         c = d.comp
         rows += [("points compared", str(len(c.points))),
                  ("repetitions", f"up to {c.repetitions} per point"),
-                 ("statistic compared", f"{c.stat}: median over repetitions"),
-                 ("baseline", c.baseline),
+                 ("statistic compared", f"{c.value_name}: median over repetitions of "
+                                        f"{c.stat}"),
+                 ("baseline", c.baseline_text),
                  ("confidence", f"{c.confidence:.0%} (intervals; significance at p < "
                                 f"{1 - c.confidence:.3g}, Holm per size)")]
     rows.append(("raw samples", f"{d.samples:,}" if d.samples else "none stored"))

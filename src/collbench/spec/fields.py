@@ -24,6 +24,9 @@ BIND_TO: Final = ("core", "socket", "numa", "none", "hwthread")
 BACKENDS: Final = registry.names()
 ORDERS: Final = ("random", "sequential")
 SELECTIONS: Final = ("auto", "mpit", "launch")
+# [measure] timing: OSU's figures only, or also the synchronised-start completion time
+# (kernel timing=completion; docs/statistics.md, "Completion time").
+TIMINGS: Final = ("osu", "completion")
 # Keys of an `exclude` entry (besides mca.sweep keys).
 EXCLUDE_KEYS: Final = ("collective", "algorithm", "segsize", "fanout", "size",
                        "nprocs", "map_by", "bind_to", "repetition")
@@ -151,6 +154,15 @@ def _auto(value: Any) -> Any:
 
 CollectiveName = Annotated[str, AfterValidator(_one_of(tuple(COLLECTIVES))), _enum(COLLECTIVES)]
 MapBy = Annotated[str, AfterValidator(_one_of(MAP_BY)), _enum(MAP_BY)]
+Timing = Annotated[str, AfterValidator(_one_of(TIMINGS)), _enum(TIMINGS)]
+# [measure] precision: iterate each blocking collective point until the 95% CI of its
+# median is within +-precision of it (kernel precision=; docs/statistics.md), bounded by
+# min_iterations (the first batch), max_iterations and max_seconds. The kernel's limits.
+MAX_PRECISION_ITERATIONS: Final = 1_000_000
+MAX_PRECISION_SECONDS: Final = 3600.0
+Precision = Annotated[float, Field(gt=0, le=1)]
+PrecisionIterations = Annotated[int, Field(ge=1, le=MAX_PRECISION_ITERATIONS)]
+PrecisionSeconds = Annotated[float, Field(gt=0, le=MAX_PRECISION_SECONDS)]
 BindTo = Annotated[str, AfterValidator(_one_of(BIND_TO)), _enum(BIND_TO)]
 # Bounds: every count is stored as a 32-bit INTEGER and must be runnable.
 INT32_MAX: Final = 2**31 - 1

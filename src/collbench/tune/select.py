@@ -17,21 +17,24 @@ Switching away from the default needs evidence: the fastest algorithm must be
 significantly faster than the default (collbench compare's exact Mann-Whitney test with
 Holm correction and the ratio's confidence interval, docs/statistics.md), and at least
 `min_gain` faster. With a single repetition nothing can be tested: select refuses unless
-`significance=False`, which takes the fastest algorithm per size untested.
+`significance=False`, which takes the fastest algorithm per size untested. Simulated
+results (SimGrid) are exact: select takes the fastest per size from one repetition and
+says so in its notes ("simulated: exact").
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
 from collbench.analyse.compare import Best, Comparison, PointStat, RatioStat, block_title, compare
+from collbench.analyse.smoothing import Smoothing, smooth
+from collbench.analyse.stability import SIMULATED, SIMULATED_NOTICE, noise_evidence
 from collbench.catalog.algorithms import DEFAULT
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.errors import UserError
+from collbench.records import mpi_implementation
 from collbench.store import Store
 
 AlgorithmIds = Mapping[tuple[str, str], int | None]  # (collective, algorithm) -> Open MPI id
@@ -78,19 +81,6 @@ class Selection:
         return sum(c.algorithm != DEFAULT for cs in self.tables.values() for c in cs)
 
 
-@dataclass(frozen=True)
-class Smoothing:
-    """What choosing with a penalty on switching did to one (collective, nprocs) table."""
-
-    switches_before: int  # algorithm changes between neighbouring sizes, size by size
-    switches_after: int
-    regret: tuple[tuple[int, float], ...]  # (size, chosen / unsmoothed choice - 1) where > 0
-
-    @property
-    def max_regret(self) -> float:
-        return max((r for _, r in self.regret), default=0.0)
-
-
 NO_TEST_NOTE: Final = ("{root}: 1 repetition per point, so no difference can be tested; rerun "
                        "with run.repetitions >= 6 (docs/statistics.md), or pass "
                        "--no-significance to take the fastest algorithm per size untested")
@@ -100,15 +90,24 @@ def select(store: Store, options: Options = Options()) -> Selection:
     """Compare every algorithm with the default (collbench compare) and choose per size."""
     comparison = compare(store, baseline=DEFAULT, stat=options.stat,
                          confidence=options.confidence)
+    simulated = _simulated(store)
+    if simulated and options.significance:  # exact figures: nothing to test, no repetitions
+        options = replace(options, significance=False)
     if comparison.repetitions < 2 and options.significance:
         raise UserError(NO_TEST_NOTE.format(root=store.root))
     ids, mpi, version = _measured_ids(store)
     selection = select_from(comparison, ids, options, mpi, version)
+    if simulated:
+        selection = replace(selection, notes=(SIMULATED_NOTE, *selection.notes))
     try:
         cores = store.provenance().get("cores")
     except UserError:
         cores = None
-    if isinstance(cores, int) and cores > 0:
+    noisy = None if simulated else noise_evidence(comparison.warnings)
+    if noisy:
+        selection = replace(selection, evidence=(noisy, *selection.evidence))
+    # A simulation's provenance names the host that simulated, not the simulated cores.
+    if isinstance(cores, int) and cores > 0 and not simulated:
         over = sorted(f"{c} np={n}" for c, n in selection.tables if n > cores)
         if over:
             selection = replace(selection, evidence=(
@@ -138,8 +137,9 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
     for (coll, nprocs), bests in sorted(by_context.items()):
         picked = [_pick(b, comparison, ratios, options, notes) for b in bests]
         if options.max_regret > 0:
-            picked, smoothing[(coll, nprocs)] = _smooth(picked, bests, comparison, ratios,
-                                                        options)
+            picked, smoothing[(coll, nprocs)] = smooth(
+                picked, bests, comparison, ratios, max_regret=options.max_regret,
+                min_gain=options.min_gain, significance=options.significance)
         tables[(coll, nprocs)] = _merge(coll, picked, algorithm_ids, mpi)
     if not tables:
         raise UserError("nothing to tune: no measured collective matches "
@@ -160,6 +160,20 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
 
 # --- helpers ------------------------------------------------------------------------------
 
+SIMULATED_NOTE: Final = (f"{SIMULATED_NOTICE}; the fastest algorithm per size is chosen "
+                         "without significance tests")
+
+
+def _simulated(store: Store) -> bool:
+    """Every ok row comes from a simulator (analyse.stability.SIMULATED): exact figures."""
+    con = store.connect()
+    try:
+        backends = {str(b) for (b,) in con.execute(
+            "SELECT DISTINCT backend FROM measurements WHERE status = 'ok'").fetchall()}
+    finally:
+        con.close()
+    return bool(backends) and backends <= SIMULATED
+
 def _measured_ids(store: Store) -> tuple[dict[tuple[str, str], int | None], str, str]:
     con = store.connect()
     try:
@@ -168,7 +182,8 @@ def _measured_ids(store: Store) -> tuple[dict[tuple[str, str], int | None], str,
     finally:
         con.close()
     ids = {(str(c), str(a)): (int(i) if i is not None else None) for c, a, i, _, _ in rows}
-    mpis = sorted({(str(m), str(v)) for *_, m, v in rows})
+    # the mpi column is the MPI's key (openmpi-4.1.8) since records format 2
+    mpis = sorted({(mpi_implementation(str(m)), str(v)) for *_, m, v in rows})
     if len(mpis) > 1:
         raise UserError(f"{store.root}: measurements of several MPIs "
                         f"({', '.join(f'{m} {v}' for m, v in mpis)}); tune one at a time")
@@ -224,74 +239,6 @@ def _pick(b: Best, comparison: Comparison, ratios: Mapping[int, RatioStat],
     if chosen is not default and r is not None and r.ratio > 1 - options.min_gain:
         return size, default, 1.0
     return size, chosen, r.ratio if r else 1.0
-
-
-Picked = tuple[int, PointStat, float | None]
-
-
-def _smooth(picked: Sequence[Picked], bests: Sequence[Best], comparison: Comparison,
-            ratios: Mapping[int, RatioStat],
-            options: Options) -> tuple[list[Picked], Smoothing]:
-    """The fewest switches between neighbouring sizes whose regret stays within bound.
-
-    At each size the eligible choices are the default, every variant the evidence allows
-    (significantly faster than the default, and by min_gain) and, to bridge gaps, variants
-    whose ratio interval to the default stays below 1 + max_regret (not credibly slower);
-    among them, any at most `max_regret` slower than the choice made without smoothing may
-    be taken (that choice always may). Dynamic
-    programming over sizes minimises the number of switches, then the summed log regret,
-    so noise that flips the winner between neighbouring sizes no longer makes rules switch
-    back and forth (the oversubscribed quickstart's bcast switched 9 times)."""
-    steps: list[dict[str, tuple[PointStat, float | None, float]]] = []
-    for (_, chosen, ratio), b in zip(picked, bests, strict=True):
-        pts = [p for p in comparison.points if p.size_key == b.key]
-        eligible: dict[str, tuple[PointStat, float | None]] = {chosen.label: (chosen, ratio)}
-        for p in pts:
-            rs = ratios.get(id(p))
-            if p.label == DEFAULT:
-                eligible.setdefault(p.label, (p, 1.0))
-            elif not options.significance or (rs is not None and rs.significant
-                                               and rs.ratio < 1 - options.min_gain):
-                eligible.setdefault(p.label, (p, rs.ratio if rs else None))
-            elif (rs is not None and rs.ci_high is not None
-                  and rs.ci_high <= 1 + options.max_regret):
-                # Not credibly slower than the default here: it may bridge the sizes
-                # between those where it was significantly faster, instead of switching
-                # back and forth with the noise.
-                eligible.setdefault(p.label, (p, rs.ratio))
-        # Regret is measured against what would be chosen without smoothing.
-        ref = chosen.value
-        steps.append({label: (p, r, p.value / ref - 1 if ref > 0 else 0.0)
-                      for label, (p, r) in eligible.items()
-                      if ref <= 0 or p.value <= ref * (1 + options.max_regret)})
-    # cost[label] = (switches, summed log regret) of the best path ending in label
-    cost: dict[str, tuple[int, float]] = {k: (0, math.log1p(v[2])) for k, v in steps[0].items()}
-    back: list[dict[str, str]] = []
-    for step in steps[1:]:
-        here: dict[str, tuple[int, float]] = {}
-        links: dict[str, str] = {}
-        for label, (_, _, lost) in step.items():
-            prev = min(cost, key=lambda k: (cost[k][0] + (k != label), cost[k][1]))
-            switches, total = cost[prev]
-            here[label] = (switches + (prev != label), total + math.log1p(lost))
-            links[label] = prev
-        cost, back = here, [*back, links]
-    label = min(cost, key=lambda k: cost[k])
-    path = [label]
-    for links in reversed(back):
-        label = links[label]
-        path.append(label)
-    path.reverse()
-    out: list[Picked] = []
-    regret: list[tuple[int, float]] = []
-    for (size, _, _), step, label in zip(picked, steps, path, strict=True):
-        point, ratio_of, lost = step[label]
-        out.append((size, point, ratio_of))
-        if lost > 1e-12:
-            regret.append((size, lost))
-    before = sum(a[1].label != b[1].label for a, b in itertools.pairwise(picked))
-    after = sum(a[1].label != b[1].label for a, b in itertools.pairwise(out))
-    return out, Smoothing(before, after, tuple(regret))
 
 
 def _merge(coll: str, picked: Sequence[tuple[int, PointStat, float | None]],

@@ -3,24 +3,26 @@
 Each repetition is one launch per arm, in an order shuffled with a recorded seed, so drift
 and warm caches hit both arms alike. The arms differ only in coll_tuned_use_dynamic_rules
 (0: the default; 1: the file, named by coll_tuned_dynamic_rules_filename in both), so
-collbench compare sees one context and two "algorithms": default and tuned. Speed-up =
-default time / tuned time (> 1: the file helps), its interval is the inverted ratio
-interval of collbench compare, and a regression is a size where the file switches the
-algorithm and the tuned arm is significantly slower after Holm's correction over those
-sizes. Regressions are printed in a banner and make the command exit 1.
+collbench compare sees one context and two "algorithms": default and tuned. Effects are
+compare's ratio (tuned / default, with its interval) in the same words as compare, "1.12 ±
+0.03 × faster than default" (analyse/columns.effect_text), and summaries are geometric
+means of the ratios with a t interval (analyse/stats.geomean_ci). A regression is a size
+where the file switches the algorithm and the tuned arm is significantly slower after
+Holm's correction over those sizes. Regressions are printed in a banner and make the
+command exit 1.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from collbench.analyse.columns import effect_text, point_column
 from collbench.analyse.compare import RatioStat, compare
-from collbench.analyse.stats import holm
+from collbench.analyse.stats import Interval, geomean_ci, holm
 from collbench.catalog.collectives import COLLECTIVES, rules_bytes
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
@@ -43,13 +45,17 @@ class Row:
     nprocs: int
     size: int
     switched: bool  # the file picks an algorithm (ALG != 0) at this size
-    default_us: float
+    default_us: float  # median over repetitions of avg_us (median_avg_us)
     tuned_us: float
-    speedup: float  # default / tuned
-    low: float | None
+    ratio: float  # tuned / default (< 1: the file is faster), as collbench compare
+    low: float | None  # the ratio's interval
     high: float | None
     significant: bool | None
     regression: bool = False
+
+    @property
+    def effect(self) -> str:
+        return effect_text(self.ratio, self.low, self.high, DEFAULT)
 
 
 @dataclass(frozen=True)
@@ -57,14 +63,17 @@ class Validation:
     rows: tuple[Row, ...]
     repetitions: int
     store: Path
+    confidence: float = 0.95
 
     @property
     def regressions(self) -> tuple[Row, ...]:
         return tuple(r for r in self.rows if r.regression)
 
-    def geomean(self, rows: Sequence[Row] | None = None) -> float | None:
-        xs = [r.speedup for r in (self.rows if rows is None else rows) if r.speedup > 0]
-        return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+    def geomean(self, rows: Sequence[Row] | None = None
+                ) -> tuple[float, Interval | None] | None:
+        """Geometric mean of tuned / default over the rows, with its t interval."""
+        xs = [r.ratio for r in (self.rows if rows is None else rows) if r.ratio > 0]
+        return geomean_ci(xs, self.confidence) if xs else None
 
 
 def plan_launches(rules: RulesFile, path: Path, nprocs_list: Sequence[int], sizes: Sequence[int],
@@ -133,11 +142,10 @@ def analyse(store: Store, rules: RulesFile, confidence: float = 0.95) -> Validat
         regression = (p is not None and p < 1 - confidence and r.ratio > 1
                       and r.ci_low is not None and r.ci_low > 1)
         rows.append(Row(r.point.collective, r.point.nprocs, r.point.size_bytes, switched[i],
-                        r.baseline.value, r.point.value, 1 / r.ratio if r.ratio else 0.0,
-                        1 / r.ci_high if r.ci_high else None,
-                        1 / r.ci_low if r.ci_low else None, r.significant, regression))
+                        r.baseline.value, r.point.value, r.ratio, r.ci_low, r.ci_high,
+                        r.significant, regression))
     rows.sort(key=lambda x: (x.collective, x.nprocs, x.size))
-    return Validation(tuple(rows), cmp.repetitions, store.root)
+    return Validation(tuple(rows), cmp.repetitions, store.root, confidence)
 
 
 def _switched(rules: RulesFile, r: RatioStat) -> bool:
@@ -162,15 +170,17 @@ def _spec_text(path: Path, colls: Sequence[str], sizes: Sequence[int],
 
 
 def render(v: Validation) -> str:
+    value = point_column("median", "avg_us")
     rows = [{"collective": r.collective, "np": r.nprocs, "size": format_size(r.size),
-             "file": "switch" if r.switched else "default", "default_us": r.default_us,
-             "tuned_us": r.tuned_us, "speedup": r.speedup,
-             "ci": f"[{r.low:.2f}, {r.high:.2f}]" if r.low and r.high else "-",
-             "verdict": _verdict(r)} for r in v.rows]
-    cols = ["collective", "np", "size", "file", "default_us", "tuned_us", "speedup", "ci",
+             "file": "switch" if r.switched else "default", f"default {value}": r.default_us,
+             f"tuned {value}": r.tuned_us, "tuned": r.effect, "verdict": _verdict(r)}
+            for r in v.rows]
+    cols = ["collective", "np", "size", "file", f"default {value}", f"tuned {value}", "tuned",
             "verdict"]
     out = [f"# tune validate: {v.repetitions} repetitions per arm, interleaved in random "
-           f"order; speedup = default / tuned (> 1: the file helps); results: {v.store}",
+           f"order; {value} = median over repetitions of avg_us; tuned: the file's arm "
+           "against the default in `collbench compare`'s words (± reaches both ends of the "
+           f"{v.confidence:.0%} interval); results: {v.store}",
            "", text_table(rows, cols), ""]
     if v.repetitions < 4:
         out.append(f"note: with {v.repetitions} repetitions per arm no difference can be "
@@ -179,11 +189,14 @@ def render(v: Validation) -> str:
     for label, subset in (("all sizes", v.rows), ("sizes the file switches", switched)):
         g = v.geomean(subset)
         if g is not None:
-            out.append(f"geometric mean speedup, {label}: {g:.3f} ({len(subset)} sizes)")
+            ratio, ci = g
+            out.append(f"tuned, {label}: " + effect_text(
+                ratio, ci.low if ci else None, ci.high if ci else None, DEFAULT)
+                + f" (geometric mean of {len(subset)} sizes)")
     if v.regressions:
         bar = "!" * 78
         worst = ", ".join(f"{r.collective} np={r.nprocs} {format_size(r.size)} "
-                          f"({r.speedup:.2f}x)" for r in v.regressions)
+                          f"({r.effect})" for r in v.regressions)
         out += ["", bar, f"REGRESSION: the tuned file is significantly slower than the "
                 f"default at {len(v.regressions)} size(s): {worst}", bar]
     return "\n".join(out) + "\n"
@@ -196,4 +209,4 @@ def _verdict(r: Row) -> str:
         return "untested"
     if not r.significant:
         return "no difference"
-    return "faster" if r.speedup > 1 else "slower (noise?)" if not r.switched else "slower"
+    return "faster" if r.ratio < 1 else "slower (noise?)" if not r.switched else "slower"

@@ -2,7 +2,8 @@
 
 Per (collective, process count):
 1. Coarse grid: every `stride`-th size of the requested list, and the last one. Every
-   algorithm races there (race.py): this is the safety net that sees every algorithm.
+   algorithm races there (race.py): this is the safety net that sees every algorithm —
+   unless a model prunes it at that size (`Config.prune`, prune.py).
 2. Refinement: between two neighbouring measured sizes whose recommendations differ, the
    middle size races — among the algorithms that survived at either neighbour, plus the
    default. An algorithm dropped at both neighbours is dominated there and is not measured
@@ -18,7 +19,7 @@ per process count in live mode).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -40,10 +41,16 @@ class Measurer(Protocol):
         """One repetition of every request; None where no value can be had."""
 
 
+# Which of these labels are worth measuring at (context, size): a model's verdict (prune.py).
+Pruner = Callable[[Context, int, Sequence[str]], Sequence[str]]
+
+
 @dataclass(frozen=True)
 class Config:
     race: RaceConfig = field(default_factory=RaceConfig)
     stride: int = 2  # coarse grid: every stride-th size (docs/adaptive.md: 2 vs 4)
+    prune: Pruner | None = None  # None: every algorithm races on the coarse grid
+    max_reps: int | None = None  # cap below the data's repetition count (None: no cap)
 
 
 def coarse_indices(n: int, stride: int) -> list[int]:
@@ -61,7 +68,15 @@ class ContextTuner:
 
     def __post_init__(self) -> None:
         for i in coarse_indices(len(self.sizes), self.config.stride):
-            self.races[i] = Race(self.sizes[i], self.labels, self.config.race)
+            self.races[i] = self._race(i, self.labels)
+
+    def _race(self, i: int, labels: Sequence[str]) -> Race:
+        """A race at size index i among `labels`, less those the model prunes there (never
+        the default: the rules switch away from it only where it is beaten)."""
+        if self.config.prune is not None:
+            kept = set(self.config.prune(self.context, self.sizes[i], labels)) | {DEFAULT}
+            labels = [c for c in labels if c in kept]
+        return Race(self.sizes[i], tuple(labels), self.config.race)
 
     def active(self) -> list[Race]:
         return [r for r in self.races.values() if not r.done()]
@@ -78,8 +93,7 @@ class ContextTuner:
                 continue
             keep = set(a.alive) | set(b.alive) | ({DEFAULT} & set(self.labels))
             m = (i + j) // 2
-            self.races[m] = Race(self.sizes[m], tuple(c for c in self.labels if c in keep),
-                                 self.config.race)
+            self.races[m] = self._race(m, [c for c in self.labels if c in keep])
             new = True
         return new
 
@@ -102,6 +116,7 @@ class Tally:
     requests: int = 0  # point repetitions asked for
     measured: int = 0  # point repetitions obtained
     kernel_us: float = 0.0
+    pruned: int = 0  # (context, size, algorithm) races the model spared
 
 
 def run(contexts: Mapping[Context, tuple[Sequence[int], Sequence[str]]], measurer: Measurer,

@@ -49,6 +49,18 @@ def contexts(templates: Plan) -> dict[Context, tuple[list[int], list[str]]]:
     return {ctx: (sorted(s), sorted(ls)) for ctx, (s, ls) in sorted(out.items())}
 
 
+def template_rows(templates: Plan) -> dict[Request, list[dict[str, Any]]]:
+    """Per request, what the model needs to cost it (prune.from_rows): how it runs, where."""
+    out: dict[Request, list[dict[str, Any]]] = {}
+    for launch in templates.launches:
+        for p in launch.points:
+            out.setdefault(point_request(launch, p), [{
+                "algorithm": p.algorithm, "segsize": p.segsize, "fanout": p.fanout,
+                "nodes": -(-launch.nprocs // launch.ppn) if launch.ppn else None,
+                "ppn": launch.ppn, "mapping": launch.mapping}])
+    return out
+
+
 def _shuffled(points: Sequence[Point], rng: random.Random) -> tuple[Point, ...]:
     """Algorithm blocks in random order, sizes ascending inside each (as plan does)."""
     def key(p: Point) -> tuple[Any, ...]:

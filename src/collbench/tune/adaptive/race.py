@@ -10,6 +10,11 @@ dropped, and neither is the leader: the rule that follows (switch away from the 
 only where significantly faster, tune/select.py) needs both at full strength. The race
 ends when one candidate is left or every survivor has max_reps repetitions.
 
+Screening (`screen`, optional) drops earlier, from the first repetition: a candidate whose
+fastest repetition is `screen` times slower than the leader's slowest. No test at a few
+repetitions can see that (exact Mann-Whitney cannot reach alpha_drop / L below 4 against
+4), yet a gap of that size is no noise here (docs/adaptive.md measures how often it was).
+
 `recommended` applies collbench compare's rule (exact two-sided Mann-Whitney against the
 default, Holm over the algorithms tested at this size, Hodges-Lehmann ratio interval) to
 what has been measured, with the same statistics functions (analyse.stats).
@@ -30,6 +35,15 @@ class RaceConfig:
     alpha_drop: float = 0.2  # over all looks, per comparison
     confidence: float = 0.95  # of the recommendation (as collbench compare / tune)
     significance: bool = True  # False: recommend the fastest, untested (tune's option)
+    # Screening: drop a candidate from its first repetition on when its fastest repetition
+    # is `screen` times slower than the leader's slowest (None: statistical drops only)
+    screen: float | None = None
+    # Practical drop: from min_reps on, a candidate whose median is more than `gap` above
+    # the leader's (0.1 = 10 %) is dropped untested (None: statistical drops only)
+    gap: float | None = None
+    # Futility: from min_reps on, a candidate (the leader too) whose median is not at least
+    # `futile` below the default's (0.03 = 3 %) is dropped: switching to it would gain less
+    futile: float | None = None
 
     @property
     def looks(self) -> int:
@@ -89,15 +103,26 @@ class Race:
         return min(measured, key=lambda c: (median(self.values[c]), c != DEFAULT, c))
 
     def look(self) -> None:
-        """Drop the survivors that are significantly slower than the leader."""
+        """Drop the survivors that are significantly (or, with the cutters, clearly) slower
+        than the leader, and with `futile` those not faster than the default by enough."""
+        self._futility()  # first: it may drop the leader, and the others face the next one
         lead = self.leader()
         if lead is None:
             return
         level = self.config.alpha_drop / self.config.looks
+        screen, gap = self.config.screen, self.config.gap
         for c in self.alive:
-            if c in (lead, DEFAULT) or len(self.values[c]) < self.config.min_reps:
+            if c in (lead, DEFAULT) or not self.values[c]:
+                continue
+            if screen is not None and min(self.values[c]) > screen * max(self.values[lead]):
+                self.dropped[c] = len(self.values[c])
+                continue
+            if len(self.values[c]) < self.config.min_reps:
                 continue
             if len(self.values[lead]) < self.config.min_reps:
+                continue
+            if gap is not None and median(self.values[c]) > (1 + gap) * median(self.values[lead]):
+                self.dropped[c] = len(self.values[c])
                 continue
             if slower_p(self.values[c], self.values[lead]) <= level:
                 self.dropped[c] = len(self.values[c])
@@ -105,6 +130,16 @@ class Race:
         for c in self.alive:
             if not self.values[c] and c in self.exhausted and c != DEFAULT:
                 self.dropped[c] = 0
+
+    def _futility(self) -> None:
+        """Drop every candidate not `futile` faster than the default (medians)."""
+        futile, base = self.config.futile, self.values.get(DEFAULT)
+        if futile is None or not base or len(base) < self.config.min_reps:
+            return
+        for c in self.alive:
+            if c != DEFAULT and len(self.values[c]) >= self.config.min_reps \
+                    and median(self.values[c]) > (1 - futile) * median(base):
+                self.dropped[c] = len(self.values[c])
 
     def recommended(self) -> str | None:
         """collbench compare's recommendation from the values so far (see module doc)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from collbench.analyse.compare import STATS, algorithm_label
+from collbench.analyse.stability import SIMULATED
 from collbench.analyse.stats import median
 from collbench.campaign import create_folder
 from collbench.errors import UserError, choice_error
@@ -63,6 +64,11 @@ class Recorded:
 
     def points(self) -> int:
         return sum(len(rs) for rs in self.rows.values())
+
+    @property
+    def exact(self) -> bool:
+        """Every row simulated: a repetition repeats the first to the last digit."""
+        return all(r.get("backend") in SIMULATED for rs in self.rows.values() for r in rs)
 
 
 def load(store: Store, stat: str = "avg", collectives: Sequence[str] = ()) -> Recorded:

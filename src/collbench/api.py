@@ -1,0 +1,121 @@
+"""Results folders for notebooks: `collbench.open(path).measurements()` as a DataFrame.
+
+Read-only: nothing here writes, locks or plans, so a notebook can look at a folder a
+run is still filling. pandas is an optional dependency (`pip install collbench[notebook]`);
+only `measurements()` and `samples()` need it. docs/python-api.md shows it in use.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collbench.errors import UserError
+from collbench.plan import Plan
+from collbench.records import COLUMNS, SAMPLE_COLUMNS
+from collbench.spec import Spec, parse_spec
+from collbench.store import Store, open_results
+
+if TYPE_CHECKING:
+    import pandas
+
+# DuckDB type -> pandas dtype: nullable integers and booleans stay integers and booleans
+# when a value is missing (an ingested row has no algorithm id), never floats or objects.
+_DTYPES = {"INTEGER": "Int64", "BIGINT": "Int64", "DOUBLE": "float64", "VARCHAR": "string",
+           "BOOLEAN": "boolean"}
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    """What plan.json promises, beside what the folder holds so far."""
+
+    launches: int
+    points: int
+    stored_launches: int  # launches finished (ok, partial, failed or timed out)
+    backend: str
+
+
+class Results:
+    """One results folder, read-only."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.store: Store = open_results(path)
+        self.path = self.store.root
+
+    def __repr__(self) -> str:
+        return f"collbench.Results({str(self.path)!r}, campaign={self.name!r})"
+
+    @property
+    def name(self) -> str:
+        return str(self.store.campaign().get("name", ""))
+
+    @property
+    def campaign(self) -> dict[str, Any]:
+        """campaign.json: name, seed, backend, format version, how it was made."""
+        return self.store.campaign()
+
+    @property
+    def spec(self) -> Spec | None:
+        """The spec the campaign ran (None for folders filled by `ingest`)."""
+        if not self.store.has_spec() or self.campaign.get("kind") == "ingest":
+            return None
+        return parse_spec(self.store.spec_text(), str(self.store.spec_file))
+
+    @property
+    def plan(self) -> PlanSummary:
+        data = self.store.plan()
+        stored = len(self.store.finished())
+        if "campaign" not in data:  # ingest: launches come from files, none are planned
+            return PlanSummary(0, 0, stored, str(self.campaign.get("backend", "")))
+        plan = Plan.from_json(data)
+        return PlanSummary(len(plan.launches), plan.points_total(), stored, plan.backend)
+
+    def measurements(self) -> pandas.DataFrame:
+        """One row per stored row, columns as `collbench query` names them; the `metrics`
+        JSON (tail percentiles, overlap, IMB's columns) becomes one column per key."""
+        frame = self._frame("measurements", COLUMNS)
+        metrics = [json.loads(m) if isinstance(m, str) and m else {}
+                   for m in frame.pop("metrics")]
+        keys = sorted({k for m in metrics for k in m})
+        for key in keys:
+            if key in frame.columns:  # a metric never hides a column
+                raise UserError(f"{self.path}: metric {key!r} has the name of a column")
+            values = [m.get(key) for m in metrics]
+            numeric = all(v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+                          for v in values)
+            frame[key] = _pandas().array(values, dtype="float64" if numeric else "object")
+        return frame
+
+    def samples(self) -> pandas.DataFrame:
+        """Per-iteration times (runs with `samples = true`), one row per timed iteration."""
+        return self._frame("samples", SAMPLE_COLUMNS)
+
+    def _frame(self, table: str, columns: dict[str, str]) -> pandas.DataFrame:
+        pd = _pandas()
+        con = self.store.connect()
+        try:
+            cursor = con.execute(f"SELECT * FROM {table}")  # one of two fixed names
+            names = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+        finally:
+            con.close()
+        data = {name: pd.array([r[i] for r in rows],
+                               dtype=_DTYPES.get(columns.get(name, ""), "object"))
+                for i, name in enumerate(names)}
+        return pd.DataFrame(data)
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("collbench: DataFrames need pandas: pip install "
+                          "'collbench[notebook]' (or pip install pandas)") from None
+    return pandas
+
+
+def open(path: str | Path) -> Results:  # `collbench.open` reads like the builtin open()
+    """A results folder to read; UserError when `path` holds none."""
+    return Results(path)
