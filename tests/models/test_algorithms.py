@@ -8,14 +8,13 @@ import numpy as np
 import pytest
 
 from collbench.errors import UserError
-from collbench.models.algorithms import (
+from collbench.models.algorithms import detail, predict
+from collbench.models.fitted import (
     CollectivePoint,
     cross_validate,
-    detail,
     fit_algorithm,
     leave_one_out,
     model_errors,
-    predict,
 )
 from collbench.models.p2p import LevelModel, P2PModel, Regime
 from collbench.models.schedules import (

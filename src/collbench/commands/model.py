@@ -312,7 +312,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         network,
         topology,
     )
-    from collbench.models.algorithms import (
+    from collbench.models.fitted import (
         BASES,
         CollectivePoint,
         fit_algorithm,
