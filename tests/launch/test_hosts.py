@@ -14,13 +14,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collbench.campaign import Request, SpecSource, open_campaign
@@ -420,3 +421,21 @@ def test_timeout_and_sigkill_leave_nothing_running_on_either_host(name: str, hos
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     assert wait_until(lambda: not survivors(hosts, marker), 30), survivors(hosts, marker)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400))
+def test_a_hostfile_of_any_bytes_is_hosts_or_one_line(data: bytes) -> None:
+    """The hostfile reader on arbitrary bytes: hosts, or a UserError of one line naming the
+    file; never another exception."""
+    from collbench.launch.hosts import load_hosts
+    from collbench.spec.hosts import HostsConfig
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "hosts.txt").write_bytes(data)
+        try:
+            hosts = load_hosts(HostsConfig(hostfile="hosts.txt"), str(Path(tmp) / "spec.toml"))
+        except UserError as e:
+            assert "\n" not in str(e) and "hosts.txt" in str(e), str(e)
+            return
+    assert all(h.name and h.slots >= 1 for h in hosts)
