@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import run_campaign
+from common import run_campaign, sim_pingpong_spec
 
 from collbench.catalog.mpi import find_mpi
 from collbench.errors import UserError
@@ -149,22 +149,7 @@ def _run_allowing_failed_points(spec_text: str, out: Path) -> float:
     return time.monotonic() - start
 
 
-SIM_PP = """
-[campaign]
-name = "adaptive-bench-sim-pp"
-[measure]
-collectives = ["latency"]
-sizes = "0:4M"
-nprocs = [2]
-map_by = ["core", "socket", "node"]
-iterations = 5
-warmup = 1
-[run]
-backend = "simgrid"
-seed = 1
-[run.simgrid]
-platform = "jupiter"
-"""
+SIM_PP = sim_pingpong_spec("adaptive-bench-sim-pp", "jupiter")
 
 
 def _replays(src: Path, root: Path, name: str, exhaustive: Selection, config: Config,

@@ -23,24 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import cli, run_campaign
+from common import cli, run_campaign, sim_pingpong_spec
 
-SIM_PP = """
-[campaign]
-name = "models-sim-pp"
-[measure]
-collectives = ["latency"]
-sizes = "0:4M"
-nprocs = [2]
-map_by = ["core", "socket", "node"]
-iterations = 5
-warmup = 1
-[run]
-backend = "simgrid"
-seed = 1
-[run.simgrid]
-platform = "orfeo-thin"
-"""
+SIM_PP = sim_pingpong_spec("models-sim-pp", "orfeo-thin")
 
 ALGORITHMS = {
     "bcast": ["basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree",

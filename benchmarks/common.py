@@ -27,6 +27,27 @@ def run_campaign(spec_text: str, out: Path, *extra: str) -> float:
     return time.monotonic() - start
 
 
+def sim_pingpong_spec(name: str, platform: str) -> str:
+    """A simulated ping-pong at 2 ranks on every placement level, 0 B-4 MiB: what a p2p
+    model of a simulated platform is fitted to."""
+    return f"""
+[campaign]
+name = "{name}"
+[measure]
+collectives = ["latency"]
+sizes = "0:4M"
+nprocs = [2]
+map_by = ["core", "socket", "node"]
+iterations = 5
+warmup = 1
+[run]
+backend = "simgrid"
+seed = 1
+[run.simgrid]
+platform = "{platform}"
+"""
+
+
 def cli(*args: str | Path) -> str:
     """stdout of one `collbench` command; its stderr tail in the error when it fails."""
     done = subprocess.run([sys.executable, "-m", "collbench.cli", *map(str, args)],
