@@ -59,6 +59,8 @@ def mpirun_command(np: int, *, mca: Sequence[tuple[str, str]] = (),
     if mpirun is None:
         pytest.skip("no mpirun")
     cmd = [str(mpirun), "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
+    if not any(name == "btl" or name.startswith("btl_ofi") for name, _ in mca):
+        cmd += ["--mca", "btl", "^ofi"]  # one host: as the local backend (launch/local.py)
     for name, value in mca:
         cmd += ["--mca", name, value]
     for item in export:

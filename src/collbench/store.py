@@ -30,13 +30,14 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from collbench.errors import UserError
 from collbench.records import COLUMNS, FORMAT_VERSION, READABLE_FORMATS, SAMPLE_COLUMNS
 from collbench.version import __version__
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
@@ -259,6 +260,8 @@ class Store:
         final = self.root / "samples" / f"{launch_id}.parquet"
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = final.with_name(f".{final.name}.tmp")
+        import duckdb  # lazily: only queries and samples need it (0.1-0.2 s to import)
+
         con = duckdb.connect()
         try:
             src = _glob_safe(jsonl.parent) / jsonl.name
@@ -286,6 +289,8 @@ class Store:
         """A DuckDB connection with views `measurements` and `samples` over the folder."""
         self.campaign()  # validates the folder
         self.check_files()
+        import duckdb
+
         con = duckdb.connect()
         root = _glob_safe(self.root)
         if self.launch_files():

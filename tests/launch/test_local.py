@@ -31,13 +31,51 @@ def mpi(impl: str = "openmpi", version: str = "5.0.11") -> MpiInstall:
 CALL = KernelCall(Path("/k/collbench_kernel"), Path("/w/jobs.txt"), Path("/w/out.jsonl"))
 
 
-def test_openmpi_command_is_an_argument_list() -> None:
+@pytest.fixture
+def no_user_mca(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No OMPI_MCA_ variable and an empty home: nothing of the user's chooses BTLs."""
+    for key in list(os.environ):
+        if key.startswith("OMPI_MCA_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_openmpi_command_is_an_argument_list(no_user_mca: Path) -> None:
     argv = make_backend("local", mpi()).command(launch(), CALL)
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     assert argv == ["/opt/mpi/bin/mpirun", *root, "-np", "4", "--map-by", "core",
-                    "--bind-to", "core", "--mca", "coll_tuned_use_dynamic_rules", "1",
+                    "--bind-to", "core", "--mca", "btl", "^ofi",
+                    "--mca", "coll_tuned_use_dynamic_rules", "1",
                     "/k/collbench_kernel", "--jobs", "/w/jobs.txt", "--output", "/w/out.jsonl",
                     "--mpit"]
+
+
+def btl_excluded(argv: list[str]) -> bool:
+    return any(argv[i:i + 3] == ["--mca", "btl", "^ofi"] for i in range(len(argv)))
+
+
+def test_ofi_btl_is_left_out_on_one_host_unless_the_user_chose_btls(
+        no_user_mca: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    local = make_backend("local", mpi())
+    assert btl_excluded(local.command(launch(), CALL))
+    # the launch's own BTL choice or ofi BTL settings (e.g. a btl=self,tcp baseline)
+    for mca in ((("btl", "self,tcp"),), (("btl_ofi_provider_include", "tcp"),)):
+        assert not btl_excluded(local.command(launch(mca=mca), CALL))
+    assert not btl_excluded(local.command(launch(env=(("OMPI_MCA_btl", "self,tcp"),)), CALL))
+    # the user's MCA parameter file, or the environment collbench runs in
+    conf = no_user_mca / ".openmpi" / "mca-params.conf"
+    conf.parent.mkdir()
+    conf.write_text("# mine\nbtl = self,tcp\n")
+    assert not btl_excluded(local.command(launch(), CALL))
+    conf.write_text("# btl = self,tcp\nmpi_yield_when_idle = 1\n")
+    assert btl_excluded(local.command(launch(), CALL))
+    monkeypatch.setenv("OMPI_MCA_btl", "self,vader,tcp")
+    assert not btl_excluded(local.command(launch(), CALL))
+    monkeypatch.delenv("OMPI_MCA_btl")
+    # MPICH has no BTLs
+    assert not btl_excluded(make_backend("local", mpi("mpich", "4.2.0")).command(
+        launch(mca=()), CALL))
 
 
 def test_openmpi5_oversubscription_uses_modifiers() -> None:
@@ -77,3 +115,34 @@ def test_mpich_hydra_command_forces_by_environment() -> None:
 def test_unknown_backend_names_the_choices() -> None:
     with pytest.raises(UserError, match=r"valid: local, slurm, simgrid, fake"):
         make_backend("lcoal", mpi())
+
+
+LAUNCHER = """#!/bin/sh
+# A stand-in for mpirun: PMIx's start-up race (exit 213) while {fails} > runs so far, then
+# the kernel's one output line.
+n=$(cat "{count}" 2>/dev/null || echo 0); echo $((n + 1)) > "{count}"
+if [ "$n" -lt {fails} ]; then
+  echo "PMIx: listener thread failed to start" >&2; exit {code}
+fi
+echo '{{"status": "ok"}}' > "{out}"
+"""
+
+
+@pytest.mark.parametrize(("fails", "code", "runs", "returncode"), [
+    (1, 213, 2, 0),  # the race once: started again, measured
+    (5, 213, 3, 213),  # every time: given up after 2 more starts, reported as failed
+    (1, 1, 1, 1),  # another failure: not retried
+])
+def test_a_launch_lost_to_pmix_start_up_is_started_again(
+        tmp_path: Path, fails: int, code: int, runs: int, returncode: int) -> None:
+    from collbench.launch.local import run_mpirun
+
+    out, count = tmp_path / "out.jsonl", tmp_path / "count"
+    script = tmp_path / "mpirun"
+    script.write_text(LAUNCHER.format(fails=fails, code=code, count=count, out=out))
+    script.chmod(0o755)
+    call = KernelCall(Path("/k/collbench_kernel"), tmp_path / "jobs.txt", out)
+    outcome = run_mpirun([str(script)], mpi(), launch(), call, lambda: False, ["vm"])
+    assert int(count.read_text()) == runs
+    assert outcome.returncode == returncode
+    assert out.exists() == (returncode == 0)

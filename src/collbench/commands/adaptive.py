@@ -18,12 +18,10 @@ from collbench.catalog.mpi import find_mpi
 from collbench.commands import options
 from collbench.errors import UserError
 from collbench.store import Store
-from collbench.tune.adaptive.engine import Config
-from collbench.tune.adaptive.race import RaceConfig
-from collbench.tune.select import Options, Selection
 
-if TYPE_CHECKING:
-    from collbench.tune.adaptive import PruneModel
+if TYPE_CHECKING:  # imported when used: they pull in the models and numpy (0.3 s)
+    from collbench.tune.adaptive import Config, Precision, PruneModel
+    from collbench.tune.select import Options, Selection
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -63,6 +61,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--prune-error", type=_error, default=0.035, metavar="E",
                    help="relative error bound of the model's predictions, e.g. its p95 error "
                         "from compare --against (default: %(default)s, SimGrid's)")
+    g.add_argument("--precision", type=_precision, metavar="F",
+                   help="precision-driven repetitions: time each repetition of a point only "
+                        "until the 95%% interval of its median is within +-F (e.g. 0.1), "
+                        "never beyond the spec's iterations; replay needs recorded samples")
+    g.add_argument("--min-iterations", type=options.count(1, 100_000), metavar="N",
+                   help="with --precision: the first batch of timed iterations (default: "
+                        "the spec's measure.min_iterations, 20)")
     g.add_argument("--seed", type=options.count(0, options.MAX_COUNT), default=0,
                    help="replay: order in which stored repetitions are drawn")
     g.add_argument("--backend", help="live: override the spec's run.backend")
@@ -92,7 +97,33 @@ def _error(text: str) -> float:
     return value
 
 
+def _precision(text: str) -> float:
+    """An argparse type: a relative half-width in [1e-4, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 1e-4 <= value <= 1:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range; valid: 0.0001 to 1 (a "
+                                         "relative half-width, e.g. 0.1)")
+    return value
+
+
+def _precise(args: argparse.Namespace, spec_first: int | None) -> Precision | None:
+    from collbench.tune.adaptive import Precision
+
+    if args.precision is None:
+        if args.min_iterations is not None:
+            raise UserError(f"--min-iterations {args.min_iterations}: only with --precision "
+                            "(the first batch of a precision-driven repetition)")
+        return None
+    first = args.min_iterations or spec_first
+    return Precision(args.precision, first) if first else Precision(args.precision)
+
+
 def _config(args: argparse.Namespace) -> Config:
+    from collbench.tune.adaptive import Config, RaceConfig
+
     if args.stride < 1 or args.min_reps < 2 or not 0 < args.drop_alpha < 1:
         raise UserError(f"--stride {args.stride} / --min-reps {args.min_reps} / --drop-alpha "
                         f"{args.drop_alpha}: not valid; valid: stride >= 1, min-reps >= 2, "
@@ -127,6 +158,14 @@ def _replay_folder(out: Path) -> None:
     shutil.rmtree(out)
 
 
+def _spec_first(spec: Path) -> int | None:
+    """The spec's measure.min_iterations when it sets one (live --precision's first batch)."""
+    from collbench.campaign import SpecSource
+
+    measure = SpecSource.from_file(spec).spec.measure
+    return measure.min_iterations if "min_iterations" in measure.model_fields_set else None
+
+
 def _pruned(n: int) -> str:
     return f", {n} algorithm races pruned by the model" if n else ""
 
@@ -142,7 +181,7 @@ def selection(args: argparse.Namespace, options: Options) -> tuple[Selection, Pa
     if source.is_dir():
         _replay_folder(out)
         run, recorded = adaptive.replay(source, out, config, options, seed=args.seed,
-                                        prune=prune)
+                                        prune=prune, precision=_precise(args, None))
         total, total_k = recorded.points(), recorded.kernel_us()
         print(f"adaptive replay of {source}: {run.tally.measured} of {total} point "
               f"repetitions ({run.tally.measured / max(1, total):.0%}), "
@@ -156,7 +195,8 @@ def selection(args: argparse.Namespace, options: Options) -> tuple[Selection, Pa
     mpi = find_mpi(args.mpi, args.mpi_from_path)
     try:
         run = adaptive.live(source, out, mpi, config, options, resume=args.resume,
-                            backend_name=args.backend, prune=prune)
+                            backend_name=args.backend, prune=prune,
+                            precision=_precise(args, _spec_first(source)))
     except adaptive.Interrupted:
         raise UserError(f"{out}: interrupted; finished launches are stored; continue with the "
                         "same command and --resume") from None

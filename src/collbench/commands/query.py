@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from collbench.commands import options
 from collbench.errors import UserError
 from collbench.store import Store, publish, sql_path
 from collbench.tables import render
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 def add_parser(sub: options.Subparsers) -> None:
@@ -37,6 +39,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     if not args.sql.strip():
         raise UserError('query: the SQL is empty; e.g. "SELECT collective, count(*) FROM '
                         'measurements GROUP BY 1"')
+    import duckdb  # lazily: every command's start-up would pay for it
+
     con = Store(args.results).connect()
     try:
         cur = con.execute(args.sql)

@@ -14,6 +14,10 @@
  * its own with MPI_Wtime, MPI_Barrier on the measured communicator after each call (not
  * timed). avg/min/max are over ranks of each rank's mean; median_us is the median over
  * timed iterations of the rank-averaged per-iteration time. Datatype MPI_CHAR, MPI_SUM.
+ * Buffers (as OSU's): per launch one send and one receive buffer for the collectives and
+ * another pair for latency/bw, page-aligned, allocated once at the largest size any point
+ * needs and reused by every point; the collectives' are touched whole when allocated (as
+ * osu_<coll>), each point sets its own bytes before timing (as osu_latency per size).
  *
  * size_bytes is OSU's per-rank message: count for bcast/reduce/allreduce, block per rank
  * for gather/scatter/allgather/alltoall and their v-variants (equal counts). Reductions
@@ -1142,21 +1146,86 @@ static int corrupter_rank(const job_t *j, int P)
     return -1;
 }
 
+/* The launch's buffers, as OSU's: a send and a receive buffer for the collectives
+ * (osu_<coll>: allocated once at the largest size and touched whole) and another pair for
+ * latency and bw (osu_latency / osu_bw: allocated once at the largest size, each size
+ * touching only its own bytes), reserved before the first point (pool_reserve) and reused
+ * by every point. Measured beside OSU 7.4 at 2 ranks (docs/performance.md, kernel
+ * fidelity): fresh buffers per point made bcast up to 11 % slower from 4 KiB to 512 KiB
+ * (depending on the allocator's state), and ping-pong buffers touched whole made latency
+ * 4-8 % faster from 2 KiB to 64 KiB.
+ * A point needing more than the reserve (which could not be had) grows its buffer. */
+enum { POOL_SEND, POOL_RECV, POOL_P2P_SEND, POOL_P2P_RECV, POOLS };
+static unsigned char *g_pool[POOLS];
+static size_t g_pool_len[POOLS];
+
+static int pool_touched(int which)
+{
+    return which == POOL_SEND || which == POOL_RECV;
+}
+
+/* Pool buffer `which` with at least n bytes, or NULL (out of memory; the old one stays). */
+static unsigned char *pool_get(int which, size_t n)
+{
+    unsigned char *b;
+    if (n <= g_pool_len[which] && g_pool[which])
+        return g_pool[which];
+    b = xalloc(n);
+    if (!b)
+        return NULL;
+    if (pool_touched(which))
+        memset(b, 1, n ? n : 1);
+    free(g_pool[which]);
+    g_pool[which] = b;
+    g_pool_len[which] = n;
+    return b;
+}
+
+static void pool_free(void)
+{
+    for (int w = 0; w < POOLS; w++) {
+        free(g_pool[w]);
+        g_pool[w] = NULL;
+        g_pool_len[w] = 0;
+    }
+}
+
 static void point_free(point_t *p)
 {
-    free(p->sbuf);
-    if (p->rbuf != p->sbuf)
-        free(p->rbuf);
     free(p->counts);
     free(p->displs);
     memset(p, 0, sizeof *p);
 }
 
-/* Allocate this rank's buffers; returns 0 or -1 (out of memory). */
+/* Bytes rank r's send and receive buffers hold for job j (bcast: the send buffer only). */
+static void buffer_bytes(const job_t *j, int r, int P, size_t *salloc, size_t *ralloc)
+{
+    size_t s = (size_t)j->size, all = s * (size_t)P;
+    *salloc = s;
+    *ralloc = 0;
+    switch (j->coll) {
+    case C_BARRIER: *salloc = 0; break;
+    case C_GATHER: case C_GATHERV: *ralloc = r == 0 ? all : 0; break;
+    case C_SCATTER: case C_SCATTERV:
+        *salloc = r == 0 ? all : 0;
+        *ralloc = s;
+        break;
+    case C_REDUCE: case C_ALLREDUCE: *ralloc = s; break; /* OSU: recv buffer everywhere */
+    case C_ALLGATHER: case C_ALLGATHERV: *ralloc = all; break;
+    case C_ALLTOALL: case C_ALLTOALLV: *ralloc = all; *salloc = all; break;
+    case C_REDUCE_SCATTER: case C_REDUCE_SCATTER_BLOCK:
+        *ralloc = recv_len_for(j->coll, r, P, j->size);
+        break;
+    case C_LATENCY: case C_BW: *salloc = *ralloc = s > BW_ACK_BYTES ? s : BW_ACK_BYTES; break;
+    default: break; /* bcast: the send buffer is the receive buffer */
+    }
+}
+
+/* Set this rank's buffers and arguments for job j; returns 0 or -1 (out of memory). */
 static int point_alloc(point_t *p, const job_t *j, MPI_Comm comm)
 {
     int P = g_nprocs, r = g_rank, c = j->coll;
-    size_t s = (size_t)j->size, all = s * (size_t)P, salloc = s, ralloc = 0;
+    size_t s = (size_t)j->size, salloc, ralloc;
     memset(p, 0, sizeof *p);
     p->job = j;
     p->comm = comm;
@@ -1164,29 +1233,12 @@ static int point_alloc(point_t *p, const job_t *j, MPI_Comm comm)
     p->nprocs = P;
     p->count = (int)j->size;
     p->rlen = recv_len_for(c, r, P, j->size);
-    p->slen = s;
-    switch (c) {
-    case C_BARRIER: salloc = p->slen = 0; break;
-    case C_BCAST: break; /* one buffer, see below */
-    case C_GATHER: case C_GATHERV: ralloc = r == 0 ? all : 0; break;
-    case C_SCATTER: case C_SCATTERV:
-        salloc = p->slen = r == 0 ? all : 0;
-        ralloc = s;
-        break;
-    case C_REDUCE: case C_ALLREDUCE: ralloc = s; break; /* OSU: recv buffer everywhere */
-    case C_ALLGATHER: case C_ALLGATHERV: ralloc = all; break;
-    case C_ALLTOALL: case C_ALLTOALLV: salloc = p->slen = ralloc = all; break;
-    case C_REDUCE_SCATTER: ralloc = p->rlen; break;
-    case C_REDUCE_SCATTER_BLOCK:
-        p->block = (int)(s / (size_t)P);
-        ralloc = p->rlen;
-        break;
-    case C_LATENCY: case C_BW:
-        salloc = ralloc = s > BW_ACK_BYTES ? s : BW_ACK_BYTES;
+    buffer_bytes(j, r, P, &salloc, &ralloc);
+    p->slen = salloc; /* the bytes this rank's pattern fills */
+    if (c == C_LATENCY || c == C_BW)
         p->slen = r <= 1 ? s : 0;
-        break;
-    default: break;
-    }
+    else if (c == C_REDUCE_SCATTER_BLOCK)
+        p->block = (int)(s / (size_t)P);
     if (c == C_GATHERV || c == C_SCATTERV || c == C_ALLGATHERV || c == C_ALLTOALLV
         || c == C_REDUCE_SCATTER) {
         p->counts = malloc((size_t)P * sizeof(int));
@@ -1199,11 +1251,11 @@ static int point_alloc(point_t *p, const job_t *j, MPI_Comm comm)
             d += p->counts[i];
         }
     }
-    p->sbuf = xalloc(salloc);
-    p->rbuf = c == C_BCAST ? p->sbuf : xalloc(ralloc);
+    p->sbuf = pool_get(is_p2p(c) ? POOL_P2P_SEND : POOL_SEND, salloc);
+    p->rbuf = c == C_BCAST ? p->sbuf : pool_get(is_p2p(c) ? POOL_P2P_RECV : POOL_RECV, ralloc);
     if (!p->sbuf || !p->rbuf)
         return -1;
-    /* Touch every page before timing, as OSU's set_buffer does. */
+    /* Set the point's bytes before timing, as OSU's set_buffer does per size. */
     memset(p->sbuf, 1, salloc);
     if (p->rbuf != p->sbuf)
         memset(p->rbuf, 0, ralloc);
@@ -1222,6 +1274,24 @@ static int fits_int(const job_t *j, int P)
     default:
         return j->size <= INT_MAX;
     }
+}
+
+/* Reserve the pools for every point this launch will measure (failures are left to the
+ * point that needs the memory, which then fails alone). */
+static void pool_reserve(const job_t *jobs, int nj)
+{
+    size_t most[POOLS] = {0}, b[2];
+    for (int i = 0; i < nj; i++) {
+        int base = is_p2p(jobs[i].coll) ? POOL_P2P_SEND : POOL_SEND;
+        if (!fits_int(&jobs[i], g_nprocs))
+            continue;
+        buffer_bytes(&jobs[i], g_rank, g_nprocs, &b[0], &b[1]);
+        for (int w = 0; w < 2; w++)
+            most[base + w] = b[w] > most[base + w] ? b[w] : most[base + w];
+    }
+    for (int w = 0; w < POOLS; w++)
+        if (most[w])
+            pool_get(w, most[w]);
 }
 
 #ifdef COLLBENCH_PORTS
@@ -2351,6 +2421,7 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
 {
     MPI_Comm comm = o->mpit ? MPI_COMM_NULL : new_measure_comm();
     mpit_state_t st;
+    pool_reserve(jobs, nj);
     memset(&st, 0, sizeof st);
     st.dirty_coll = -1;
     for (int i = 0; i < nj; i++) {
@@ -2387,6 +2458,7 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
     }
     if (comm != MPI_COMM_NULL)
         check_mpi(MPI_Comm_free(&comm), "MPI_Comm_free");
+    pool_free();
 }
 
 int main(int argc, char **argv)

@@ -12,10 +12,18 @@ from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import MpiInstall, launcher_env
 from collbench.launch import allocation
 from collbench.launch.base import Call, KernelCall, LaunchBackend, LaunchOutcome, Planning
-from collbench.launch.process import run_group
+from collbench.launch.process import Finished, run_group
 from collbench.plan import Launch
 
 TRIAL_TIMEOUT_S = 60
+# On one host, Open MPI's shared-memory BTL reaches every peer and outranks the network
+# BTLs, so the libfabric one (ofi) carries nothing; but it opens libfabric's providers,
+# which costs 1 s of MPI_Init (5.0.11) or of MPI_Finalize (4.1.8) per launch here (15 ms
+# without it). Left out unless the user chose BTLs or ofi settings (docs/spec.md, "One
+# host: the ofi BTL").
+ONE_HOST_MCA = (("btl", "^ofi"),)
+PARAM_FILES = ("etc/openmpi-mca-params.conf",)  # below the MPI's prefix
+USER_PARAM_FILE = ".openmpi/mca-params.conf"  # below $HOME
 
 
 def major(version: str) -> int:
@@ -26,15 +34,37 @@ def major(version: str) -> int:
 
 
 def mpirun_command(mpi: MpiInstall, launch: Launch, call: Call,
-                   hosts: Sequence[str] = ()) -> list[str]:
+                   hosts: Sequence[str] = (),
+                   startup: Sequence[tuple[str, str]] = ()) -> list[str]:
     """`mpirun ... kernel` for this launch: Open MPI's flags, or MPICH Hydra's. `hosts`:
-    the launcher's host options (the hosts backend's hostfile and ssh agent)."""
+    the launcher's host options (the hosts backend's hostfile and ssh agent); `startup`:
+    Open MPI settings that change start-up only, before the launch's own."""
     if mpi.implementation == "mpich":
         return _hydra(mpi, launch, call, hosts)
-    return _openmpi(mpi, launch, call, hosts)
+    return _openmpi(mpi, launch, call, hosts, startup)
 
 
-def _openmpi(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str]) -> list[str]:
+def user_sets_btl(mpi: MpiInstall, launch: Launch) -> bool:
+    """Whether the launch, the environment or an MCA parameter file chooses BTLs or ofi BTL
+    settings (then collbench leaves the BTLs alone)."""
+    keys = [k for k, _ in launch.mca]
+    keys += [k.removeprefix("OMPI_MCA_") for k in (*dict(launch.env), *os.environ)
+             if k.startswith("OMPI_MCA_")]
+    if "mca_base_param_files" in keys:  # parameter files of the user's own: cannot tell
+        return True
+    files = [mpi.bindir.parent / f for f in PARAM_FILES] + [Path.home() / USER_PARAM_FILE]
+    for f in files:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        keys += [line.split("=", 1)[0].strip() for line in text.splitlines()
+                 if "=" in line and not line.lstrip().startswith("#")]
+    return any(k == "btl" or k.startswith("btl_ofi") for k in keys)
+
+
+def _openmpi(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str],
+             startup: Sequence[tuple[str, str]] = ()) -> list[str]:
     argv = [str(mpi.mpirun)]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-run-as-root")
@@ -52,7 +82,7 @@ def _openmpi(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str]) 
         else:
             argv.append("--oversubscribe")
     argv += ["-np", str(launch.nprocs), "--map-by", mapping, "--bind-to", binding]
-    for key, value in launch.mca:
+    for key, value in (*startup, *launch.mca):
         argv += ["--mca", key, value]
     for key, _ in launch.env:
         argv += ["-x", key]
@@ -69,13 +99,35 @@ def _hydra(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str]) ->
     return argv + call.argv(launch)
 
 
+# PMIx's start-up can fail when another MPI job starts at the same moment on this host
+# (exit 213, "listener thread failed to start"), before any rank runs: nothing was
+# measured, so the launch is started again (at most this many times).
+STARTUP_RETRIES = 2
+PMIX_STARTUP_FAILURE = (213, "listener thread failed")
+
+
+def failed_to_start(done: Finished, call: Call) -> bool:
+    """The launcher died of PMIx's start-up race, and no rank left any output."""
+    code, text = PMIX_STARTUP_FAILURE
+    if done.timed_out or done.interrupted or done.returncode != code:
+        return False
+    try:
+        empty = call.outfile.stat().st_size == 0
+    except OSError:
+        empty = True
+    return empty and text in done.stderr_tail
+
+
 def run_mpirun(argv: list[str], mpi: MpiInstall, launch: Launch, call: Call,
                interrupted: Callable[[], bool], hosts: list[str]) -> LaunchOutcome:
     """Run one launch's mpirun in its own process group (killed on timeout or
     interruption, and by the watchdog if collbench dies); the outcome names `hosts`."""
     env = launcher_env(mpi)
     env.update(dict(launch.env))
-    done = run_group(argv, env, launch.timeout_s, call.work, interrupted)
+    for attempt in range(STARTUP_RETRIES + 1):
+        done = run_group(argv, env, launch.timeout_s, call.work, interrupted)
+        if attempt == STARTUP_RETRIES or not failed_to_start(done, call):
+            break
     if done.interrupted:
         status = "interrupted"
     elif done.timed_out:
@@ -96,7 +148,9 @@ class LocalBackend(LaunchBackend):
                         else None)
 
     def command(self, launch: Launch, call: Call) -> list[str]:
-        return mpirun_command(self.mpi, launch, call)
+        one_host = len(self._hosts(launch)) == 1 and self.mpi.implementation == "openmpi"
+        startup = ONE_HOST_MCA if one_host and not user_sets_btl(self.mpi, launch) else ()
+        return mpirun_command(self.mpi, launch, call, startup=startup)
 
     def run(
         self, launch: Launch, call: Call, interrupted: Callable[[], bool]

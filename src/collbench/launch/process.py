@@ -95,14 +95,18 @@ def run_group(
         guard.stdin.flush()  # type: ignore[union-attr]
         timed_out = was_interrupted = False
         try:
-            while proc.poll() is None:
+            while True:
+                try:  # returns the moment mpirun exits (a sleep would add up to POLL_S)
+                    proc.wait(timeout=POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
                 if time.monotonic() - start > timeout_s:
                     timed_out = True
                     break
                 if interrupted():
                     was_interrupted = True
                     break
-                time.sleep(POLL_S)
         except KeyboardInterrupt:
             was_interrupted = True
         if timed_out or was_interrupted:

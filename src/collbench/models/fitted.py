@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 import numpy as np
-import statsmodels.api as sm
 
 from collbench.errors import UserError
 from collbench.models.algorithms import SERIAL, TERMS, Sends, detail, predict
@@ -87,6 +86,7 @@ def _terms_of(point: CollectivePoint, model: P2PModel,
 def fit_algorithm(points: Sequence[CollectivePoint], p2p_model: P2PModel,
                   basis: Basis = "pooled", sends: Sends = SERIAL) -> FittedAlgorithm:
     """Fit one algorithm's coefficients to its measurements (WLS, weights 1/T²)."""
+    import statsmodels.api as sm  # lazily: 1.5 s to import
     if basis not in BASES:
         raise UserError(f"fit: basis {basis!r} is not valid; valid: {', '.join(BASES)}")
     if not points:

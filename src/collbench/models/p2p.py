@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
-import statsmodels.api as sm
 
 from collbench.errors import UserError
 
@@ -155,6 +154,7 @@ def _fit_segment(x: np.ndarray, y: np.ndarray) -> _SegFit | None:
     """WLS of y = a + b·x with weights 1/y²; None when the slope is not significantly
     positive (its 95 % interval reaches 0): noise over a few tiny sizes (0-2 B on a loaded
     machine) would otherwise pass for a regime with a bandwidth of a few MB/s."""
+    import statsmodels.api as sm  # lazily: 1.5 s to import
     w = 1.0 / (y * y)
     if np.ptp(x) == 0:
         return None

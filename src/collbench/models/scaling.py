@@ -33,7 +33,6 @@ from fractions import Fraction
 from typing import Final, Literal
 
 import numpy as np
-import statsmodels.api as sm
 
 from collbench.errors import UserError
 
@@ -146,6 +145,7 @@ def _loo(x: np.ndarray, y: np.ndarray, w: np.ndarray,
 
 def _fit(name: str, x: np.ndarray, y: np.ndarray, w: np.ndarray,
          terms: Sequence[Term]) -> ScalingFit:
+    import statsmodels.api as sm  # lazily: 1.5 s to import
     res = sm.WLS(y, _design(x, terms), weights=w).fit()
     ci = res.conf_int(alpha=0.05)
     med, p95 = _loo(x, y, w, terms)

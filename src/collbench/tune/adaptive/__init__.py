@@ -27,13 +27,14 @@ from collbench.errors import UserError
 from collbench.store import Store
 from collbench.tune.adaptive.engine import Config, Context, ContextTuner, Request, Tally, run
 from collbench.tune.adaptive.live import Interrupted
+from collbench.tune.adaptive.precise import Precision
 from collbench.tune.adaptive.prune import ModelPruner, from_rows
 from collbench.tune.adaptive.race import RaceConfig
 from collbench.tune.adaptive.replay import Recorded, ReplayMeasurer, load, write_served
 from collbench.tune.select import Options, Selection, select
 
-__all__ = ["AdaptiveRun", "Config", "Interrupted", "PruneModel", "RaceConfig", "live",
-           "replay"]
+__all__ = ["AdaptiveRun", "Config", "Interrupted", "Precision", "PruneModel", "RaceConfig",
+           "live", "replay"]
 
 
 @dataclass(frozen=True)
@@ -90,31 +91,36 @@ def _pruner(prune: PruneModel, store: Store, exact: bool,
         raise UserError(f"--prune-model {prune.p2p}: {e}") from None
 
 
-def _settings(config: Config, prune: PruneModel | None) -> dict[str, Any]:
+def _settings(config: Config, prune: PruneModel | None,
+              precision: Precision | None) -> dict[str, Any]:
     r = config.race
     return {"min_reps": r.min_reps, "max_reps": r.max_reps, "alpha_drop": r.alpha_drop,
             "confidence": r.confidence, "stride": config.stride, "screen": r.screen,
             "drop_gap": r.gap, "futile": r.futile,
             "prune_model": str(prune.p2p) if prune else None,
-            "prune_error": prune.error if prune else None}
+            "prune_error": prune.error if prune else None,
+            "precision": precision.target if precision else None,
+            "precision_first": precision.first if precision else None}
 
 
 def replay(source: Path, out: Path, config: Config | None = None,
            options: Options | None = None, seed: int = 0,
-           prune: PruneModel | None = None) -> tuple[AdaptiveRun, Recorded]:
+           prune: PruneModel | None = None,
+           precision: Precision | None = None) -> tuple[AdaptiveRun, Recorded]:
     """Adaptive tuning against the recorded campaign `source`; what it sampled goes to `out`.
 
     max_reps is the campaign's repetition count, so the adaptive run can never see more
-    than the exhaustive one did."""
+    than the exhaustive one did. With `precision`, each drawn repetition is cut to the
+    iterations a precision run would have timed (precise.py; needs recorded samples)."""
     options = options or Options()
     store = Store(source)
-    recorded = load(store, options.stat, options.collectives)
+    recorded = load(store, options.stat, options.collectives, samples=precision is not None)
     config = _fit(config or Config(), options, recorded.repetitions(), str(source),
                   recorded.exact)
     pruner = _pruner(prune, store, recorded.exact, recorded.rows) if prune else None
     if pruner is not None:
         config = replace(config, prune=pruner)
-    measurer = ReplayMeasurer(recorded, seed)
+    measurer = ReplayMeasurer(recorded, seed, precision)
     tuners, tally = run(recorded.contexts(), measurer, config)
     tally.pruned = pruner.pruned if pruner else 0
     served = write_served(measurer, store, out)
@@ -124,12 +130,14 @@ def replay(source: Path, out: Path, config: Config | None = None,
 def live(spec_path: Path, out: Path, mpi: Any, config: Config | None = None,
          options: Options | None = None, resume: bool = False,
          backend_name: str | None = None, progress_stream: Any = None,
-         prune: PruneModel | None = None) -> AdaptiveRun:
+         prune: PruneModel | None = None,
+         precision: Precision | None = None) -> AdaptiveRun:
     """Adaptive tuning with real launches; `run.repetitions` of the spec is max_reps (one
-    on a simulator: its figures are exact)."""
+    on a simulator: its figures are exact). With `precision`, every blocking point runs in
+    the kernel's precision mode, capped at the spec's iteration count (live.precise)."""
     from collbench.campaign import Request, SpecSource, open_campaign, prepare
     from collbench.catalog.algorithms import DEFAULT
-    from collbench.tune.adaptive.live import LiveMeasurer, contexts, template_rows
+    from collbench.tune.adaptive.live import LiveMeasurer, contexts, precise, template_rows
 
     options = options or Options()
     source = SpecSource.from_file(spec_path)
@@ -139,9 +147,13 @@ def live(spec_path: Path, out: Path, mpi: Any, config: Config | None = None,
                   f"{spec_path}: run.repetitions", exact)
     one = spec.model_copy(update={"run": spec.run.model_copy(update={"repetitions": 1,
                                                                       "order": "sequential"})})
+    if precision is not None and exact:
+        precision = None  # a simulated point repeats exactly: one iteration says it all
     # Launch templates: every point once, planned for the backend that will run them.
     templates = prepare(SpecSource(one, source.text, source.origin), mpi,
                         Request(out, backend=backend_name)).plan
+    if precision is not None:
+        templates = precise(templates, precision, spec.measure.max_seconds)
     ctxs = {k: v for k, v in contexts(templates).items()
             if not options.collectives or k[0] in options.collectives}
     if not ctxs:
@@ -154,7 +166,8 @@ def live(spec_path: Path, out: Path, mpi: Any, config: Config | None = None,
                             "where it is beaten, so measure it too (e.g. algorithms = \"all\")")
     seed = spec.run.seed if spec.run.seed is not None else secrets.randbits(31)
     camp = open_campaign(source, mpi, Request(out, resume=resume, backend=backend_name,
-                                              meta={"adaptive": _settings(config, prune)}),
+                                              meta={"adaptive": _settings(config, prune,
+                                                                            precision)}),
                          plan=replace(templates, seed=seed, launches=()))
     templates = replace(templates, seed=camp.plan.seed)  # a resumed run keeps its seed
     pruner = _pruner(prune, camp.store, exact, template_rows(templates)) if prune else None

@@ -22,9 +22,11 @@ from typing import Any
 
 from collbench.analyse.compare import STATS, algorithm_label
 from collbench.campaign import Campaign
+from collbench.catalog.collectives import COLLECTIVES, Kind
 from collbench.plan import Launch, Plan, Point
 from collbench.runner import read_kernel_output
 from collbench.tune.adaptive.engine import Context, Observation, Request
+from collbench.tune.adaptive.precise import Precision
 from collbench.tune.adaptive.replay import kernel_us, request_of
 
 
@@ -59,6 +61,20 @@ def template_rows(templates: Plan) -> dict[Request, list[dict[str, Any]]]:
                 "nodes": -(-launch.nprocs // launch.ppn) if launch.ppn else None,
                 "ppn": launch.ppn, "mapping": launch.mapping}])
     return out
+
+
+def precise(templates: Plan, precision: Precision, max_seconds: float) -> Plan:
+    """Every blocking point in the kernel's precision mode, from a first batch of
+    `precision.first` up to the iterations the spec gives it (never more than exhaustive)."""
+    def one(p: Point) -> Point:
+        if p.test_calls is not None or COLLECTIVES[p.collective].kind is Kind.P2P:
+            return p
+        cap = p.max_iterations if p.precision is not None else p.iterations
+        return replace(p, iterations=min(precision.first, cap), precision=precision.target,
+                       max_iterations=cap, max_seconds=max_seconds)
+
+    return replace(templates, launches=tuple(
+        replace(la, points=tuple(one(p) for p in la.points)) for la in templates.launches))
 
 
 def _shuffled(points: Sequence[Point], rng: random.Random) -> tuple[Point, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,9 @@ from collbench.errors import UserError, choice_error
 from collbench.records import COLUMNS
 from collbench.store import Store
 from collbench.tune.adaptive.engine import Context, Observation, Request
+from collbench.tune.adaptive.precise import PREFIX_COLUMNS, Precision, prefix_row
+
+SampleKey = tuple[str, str, str, int, int, int]  # launch, collective, algorithm, seg, fan, size
 
 
 def kernel_us(row: Mapping[str, Any]) -> float:
@@ -43,6 +46,8 @@ class Recorded:
     root: Path
     column: str
     rows: Mapping[Request, tuple[dict[str, Any], ...]]
+    # per-iteration samples of every row, when loaded for precision-driven replay
+    samples: Mapping[SampleKey, tuple[float, ...]] | None = None
 
     def contexts(self) -> dict[Context, tuple[list[int], list[str]]]:
         """(sizes, algorithm labels) measured per (collective, nprocs)."""
@@ -71,11 +76,21 @@ class Recorded:
         return all(r.get("backend") in SIMULATED for rs in self.rows.values() for r in rs)
 
 
-def load(store: Store, stat: str = "avg", collectives: Sequence[str] = ()) -> Recorded:
-    """The ok measurements of a results folder; one placement per (collective, nprocs)."""
+def sample_key(row: Mapping[str, Any]) -> SampleKey:
+    return (str(row["launch_id"]), str(row["collective"]), str(row["algorithm"]),
+            int(row["segsize"] or 0), int(row["fanout"] or 0), int(row["size_bytes"]))
+
+
+def load(store: Store, stat: str = "avg", collectives: Sequence[str] = (),
+         samples: bool = False) -> Recorded:
+    """The ok measurements of a results folder; one placement per (collective, nprocs).
+    With `samples`, each row's per-iteration samples too (precision-driven replay)."""
     if stat not in STATS:
         raise choice_error("collbench tune --adaptive", "--stat", stat, STATS)
     column = STATS[stat]
+    if samples and column not in PREFIX_COLUMNS:
+        raise UserError(f"--precision with --stat {stat}: not possible; per-iteration samples "
+                        "give only the avg and median statistics (valid: --stat avg, median)")
     con = store.connect()
     try:
         cur = con.execute("SELECT * FROM measurements WHERE status = 'ok' AND "
@@ -100,14 +115,43 @@ def load(store: Store, stat: str = "avg", collectives: Sequence[str] = ()) -> Re
     if not by:
         raise UserError(f"{store.root}: no ok measurements"
                         f"{' of ' + ', '.join(collectives) if collectives else ''} to replay")
-    return Recorded(store.root, column, {k: tuple(v) for k, v in sorted(by.items())})
+    recorded = Recorded(store.root, column, {k: tuple(v) for k, v in sorted(by.items())})
+    return replace(recorded, samples=_samples(store, recorded)) if samples else recorded
+
+
+def _samples(store: Store, recorded: Recorded) -> dict[SampleKey, tuple[float, ...]]:
+    """Every replayed row's per-iteration samples, checked against its iteration count."""
+    con = store.connect()
+    try:
+        got = con.execute("SELECT launch_id, collective, algorithm, coalesce(segsize, 0), "
+                          "coalesce(fanout, 0), size_bytes, list(sample_us ORDER BY iteration) "
+                          "FROM samples GROUP BY ALL").fetchall()
+    finally:
+        con.close()
+    by: dict[SampleKey, tuple[float, ...]] = {
+        (str(a), str(b), str(c), int(d), int(e), int(f)): tuple(float(x) for x in g)
+        for a, b, c, d, e, f, g in got}
+    rows = [r for rs in recorded.rows.values() for r in rs]
+    missing = [r for r in rows if len(by.get(sample_key(r), ())) != int(r["iterations"] or 0)]
+    if missing:
+        r = missing[0]
+        raise UserError(
+            f"{store.root}: --precision replays per-iteration samples; {len(missing)} of "
+            f"{len(rows)} measurements have none or not one per iteration (e.g. launch "
+            f"{r['launch_id']} {r['collective']} {r['algorithm']} {r['size_bytes']} B); "
+            "record the campaign with [measure] samples = true")
+    return by
 
 
 class ReplayMeasurer:
     """Serves stored repetitions in a seeded random order, without replacement."""
 
-    def __init__(self, recorded: Recorded, seed: int = 0) -> None:
+    def __init__(self, recorded: Recorded, seed: int = 0,
+                 precision: Precision | None = None) -> None:
         self.recorded = recorded
+        self.precision = precision
+        if precision is not None and recorded.samples is None:
+            raise ValueError("precision-driven replay needs load(..., samples=True)")
         rng = random.Random(seed)
         self._queues: dict[Request, list[dict[str, Any]]] = {}
         for req, rows in recorded.rows.items():
@@ -125,6 +169,8 @@ class ReplayMeasurer:
                 out[req] = None
                 continue
             row = queue.pop()
+            if self.precision is not None and self.recorded.samples is not None:
+                row = prefix_row(row, self.recorded.samples[sample_key(row)], self.precision)
             batch.append(row)
             out[req] = Observation(float(row[self.recorded.column]), kernel_us(row))
         self.served.append(batch)

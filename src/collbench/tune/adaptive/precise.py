@@ -1,0 +1,102 @@
+"""Precision-driven repetitions: a repetition measures only until its median is known.
+
+The kernel's precision mode ([measure] precision, docs/statistics.md) runs a point in
+batches — the first of `first` timed iterations, then doubling the total — until the 95 %
+interval of the median of the per-iteration times is within ±target of it, or a cap is
+reached. Adaptive tuning uses it two ways:
+- live: each launch's points run in precision mode, capped at the spec's own iteration
+  count, so a repetition never costs more than the exhaustive sweep's (live.py);
+- replay: a recorded repetition with per-iteration samples (`samples = true`) is served as
+  the prefix of its samples that the kernel would have stopped at — the same rule, applied
+  here to the same numbers (`stop`), so the replay sees what a precision run would have
+  reported: the mean (OSU's avg) or median of that prefix, and pays only its iterations.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from collbench.analyse.stats import median
+from collbench.errors import UserError
+
+# Statistics a prefix of rank-averaged per-iteration samples determines exactly: OSU's avg
+# is the mean over ranks of each rank's mean, i.e. the mean of the rank-averaged samples.
+# min_us/max_us (extremes of per-rank means) and completion time are not in the samples.
+PREFIX_COLUMNS = ("avg_us", "median_us")
+PRECISION_RANGE = (1e-4, 1.0)
+FIRST_RANGE = (1, 100_000)
+# The kernel's precision-mode figures of a full repetition that a prefix does not keep.
+_STALE_METRICS = ("completion_us", "completion_ci", "completion_late", "synced_avg_us",
+                  "sync_error_us")
+
+
+@dataclass(frozen=True)
+class Precision:
+    target: float  # relative half-width of the median's 95 % interval, e.g. 0.05
+    first: int = 20  # the first batch of timed iterations (the spec's min_iterations)
+
+    def __post_init__(self) -> None:
+        lo, hi = PRECISION_RANGE
+        if not lo <= self.target <= hi:  # also refuses nan
+            raise UserError(f"--precision {self.target}: out of range; valid: {lo} to {hi} "
+                            "(a relative half-width, e.g. 0.05)")
+        if not FIRST_RANGE[0] <= self.first <= FIRST_RANGE[1]:
+            raise UserError(f"--precision-first {self.first}: out of range; valid: "
+                            f"{FIRST_RANGE[0]} to {FIRST_RANGE[1]}")
+
+
+def relative_halfwidth(samples: Sequence[float]) -> float:
+    """Half the width of the 95 % interval of the median, over the median, as the kernel
+    computes it (clocksync.c cs_median_ci): the order statistics n/2 -+ 0.98 sqrt(n)
+    (and + 1 above), the whole range below 6 samples."""
+    s = sorted(samples)
+    n = len(s)
+    if n == 0:
+        return math.inf
+    if n < 6:
+        lo, hi = s[0], s[-1]
+    else:
+        h = 0.98 * math.sqrt(n)
+        j, k = math.floor(0.5 * n - h), math.ceil(0.5 * n + 1.0 + h)
+        lo, hi = s[max(j, 1) - 1], s[min(k, n) - 1]
+    m = median(s)
+    return 0.5 * (hi - lo) / m if m > 0 else math.inf
+
+
+def stop(samples: Sequence[float], precision: Precision) -> int:
+    """How many of `samples` the kernel's precision mode would have timed: batches of
+    `first`, then doubling the total, until the target is met or the samples run out
+    (the recorded count is the cap, as max_iterations is live)."""
+    cap = len(samples)
+    n = min(precision.first, cap)
+    while n < cap and not relative_halfwidth(samples[:n]) <= precision.target:
+        n += min(n, cap - n)
+    return n
+
+
+def prefix_row(row: Mapping[str, Any], samples: Sequence[float],
+               precision: Precision) -> dict[str, Any]:
+    """The row a precision run would have stored for this recorded repetition."""
+    n = stop(samples, precision)
+    head = samples[:n]
+    avg = sum(head) / n
+    out = dict(row)
+    out.update(iterations=n, avg_us=avg, median_us=median(head), min_us=None, max_us=None)
+    if row.get("bandwidth_mbs") and row.get("avg_us"):
+        out["bandwidth_mbs"] = float(row["bandwidth_mbs"]) * float(row["avg_us"]) / avg
+    try:
+        metrics = json.loads(row["metrics"]) if row.get("metrics") else {}
+    except ValueError:
+        metrics = {}
+    if not isinstance(metrics, dict):
+        metrics = {}
+    for key in _STALE_METRICS:
+        metrics.pop(key, None)
+    reached = relative_halfwidth(head)
+    metrics["precision"] = reached if math.isfinite(reached) else None
+    out["metrics"] = json.dumps(metrics, sort_keys=True)
+    return out
