@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from collbench.catalog.mpi import find_mpi
 from collbench.cli import main
+from collbench.errors import UserError
 from collbench.store import Store
 from collbench.tune.adaptive import Config, Precision, RaceConfig, live, replay
 from collbench.tune.adaptive.precise import relative_halfwidth, stop
@@ -106,6 +107,10 @@ def test_replay_serves_the_prefix_a_precision_run_would_have_timed(
         for rs in recorded.rows.values() for r in rs)
     # The rules come out of tune's selection over what was served.
     assert run.selection.tables[("bcast", 2)][0].threshold == 0
+    # A damaged samples file is one line naming the folder, never a traceback.
+    next((exh / "samples").glob("*.parquet")).write_bytes(b"PAR1 not parquet")
+    with pytest.raises(UserError, match=r"/samples: unreadable \(.*--precision"):
+        replay(exh, tmp_path / "again", cfg, seed=3, precision=precision)
 
 
 def test_replay_without_samples_is_one_line_exit_2(

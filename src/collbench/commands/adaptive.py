@@ -73,40 +73,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--backend", help="live: override the spec's run.backend")
 
 
-def _screen(text: str) -> float:
-    """An argparse type: a slowness factor above 1 and at most 100."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 1 < value <= 100:  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"{text!r} is out of range; valid: above 1, at most "
-                                         "100")
-    return value
-
-
-def _error(text: str) -> float:
-    """An argparse type: a relative error in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is out of range; valid: 0 to below 1 (an "
-                                         "error of 100 % or more prunes nothing)")
-    return value
-
-
-def _precision(text: str) -> float:
-    """An argparse type: a relative half-width in [1e-4, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 1e-4 <= value <= 1:  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"{text!r} is out of range; valid: 0.0001 to 1 (a "
-                                         "relative half-width, e.g. 0.1)")
-    return value
+# argparse types of the adaptive options (bounded before anything uses them)
+_screen = options.number(lambda v: 1 < v <= 100, "above 1, at most 100")
+_error = options.number(lambda v: 0 <= v < 1,
+                        "0 to below 1 (an error of 100 % or more prunes nothing)")
+_precision = options.number(lambda v: 1e-4 <= v <= 1,
+                            "0.0001 to 1 (a relative half-width, e.g. 0.1)")
 
 
 def _precise(args: argparse.Namespace, spec_first: int | None) -> Precision | None:

@@ -125,6 +125,20 @@ def count(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def number(ok: Callable[[float], bool], valid: str) -> Callable[[str], float]:
+    """An argparse type: a number for which `ok` holds (nan fails every comparison), else
+    one line saying `valid`."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range; valid: {valid}")
+        return value
+    return parse
+
+
 def seconds(text: str) -> float:
     """An argparse type: a finite duration in seconds, above 0 and at most a week."""
     try:

@@ -121,11 +121,16 @@ def load(store: Store, stat: str = "avg", collectives: Sequence[str] = (),
 
 def _samples(store: Store, recorded: Recorded) -> dict[SampleKey, tuple[float, ...]]:
     """Every replayed row's per-iteration samples, checked against its iteration count."""
+    import duckdb
+
     con = store.connect()
     try:
         got = con.execute("SELECT launch_id, collective, algorithm, coalesce(segsize, 0), "
                           "coalesce(fanout, 0), size_bytes, list(sample_us ORDER BY iteration) "
                           "FROM samples GROUP BY ALL").fetchall()
+    except duckdb.Error as e:  # a damaged samples file: one line, not a traceback
+        raise UserError(f"{store.root}/samples: unreadable ({str(e).strip().splitlines()[0]}); "
+                        "--precision replays the per-iteration samples") from None
     finally:
         con.close()
     by: dict[SampleKey, tuple[float, ...]] = {
