@@ -82,6 +82,17 @@ def test_two_mpis_give_rows_for_both_and_a_rules_file_each(
     kernels = {v["kernel"]["fingerprint"] for v in prov["mpis"].values()}
     assert len(kernels) == 2  # one kernel build per MPI
 
+    # the report names both MPIs and each one's install and kernel, not the first alone
+    assert main(["report", str(out), "-o", str(tmp_path / "page")]) == 0
+    capsys.readouterr()
+    page = (tmp_path / "page" / "index.html").read_text()
+    head = page[page.index('id="summary"'):page.index('id="warnings"')]
+    assert all(f"{key} (openmpi {key.split('-', 1)[1]})" in head for key in mpis)
+    provenance = page[page.index('id="provenance"'):]
+    for key in mpis:
+        assert f"MPI {key} bindir" in provenance
+        assert prov["mpis"][key]["kernel"]["fingerprint"] in provenance
+
     # a rules file is for one MPI: asked for, then written in the format it reads
     rules = tmp_path / "tuned.rules"
     assert main(["tune", str(out), "-o", str(rules), "--no-significance"]) == 2

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from collbench.catalog import ompi_info
 from collbench.catalog.mpi import MpiInstall
 from collbench.version import __version__
 
@@ -44,9 +45,13 @@ def mpi_info_dump(mpi: MpiInstall) -> str:
     """`ompi_info --all --parsable` (Open MPI) or `mpichversion` (MPICH), verbatim."""
     if mpi.info_tool is None:
         return ""
-    args = [str(mpi.info_tool)]
     if mpi.implementation == "openmpi":
-        args += ["--all", "--parsable"]
+        run = ompi_info.listing(mpi.info_tool)
+        command = " ".join(run.argv)
+        if run.error is not None:
+            return f"# {command} failed: {run.error}\n"
+        return f"# {command}\n{run.text}"
+    args = [str(mpi.info_tool)]
     try:
         out = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:

@@ -49,3 +49,19 @@ def test_interruption_flag_stops_the_command(tmp_path: Path) -> None:
     done = run_group([sys.executable, "-c", "import time; time.sleep(60)"], os.environ, 60,
                      tmp_path, interrupted=lambda: time.monotonic() - start > 0.5)
     assert done.interrupted and time.monotonic() - start < 10
+
+
+def test_wait_exit_sees_the_exit_and_the_timeout() -> None:
+    import subprocess
+
+    from collbench.launch.process import wait_exit
+
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert not wait_exit(slow, 0.2) and slow.returncode is None  # still running
+    finally:
+        slow.kill()
+    assert wait_exit(slow, 10) and slow.returncode is not None  # reaped
+    quick = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(7)"])
+    assert wait_exit(quick, 30) and quick.returncode == 7
+    assert wait_exit(quick, 0)  # already reaped: no pidfd needed

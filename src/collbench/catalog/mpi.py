@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from collbench.catalog.ompi_info import listing as ompi_info_listing
 from collbench.errors import UserError
 
 Implementation = Literal["openmpi", "mpich", "unknown"]
@@ -48,9 +49,9 @@ def _identify(bindir: Path, origin: str) -> MpiInstall:
         raise UserError(f"{bindir}: no {' or '.join(missing)} there; point --mpi at an MPI prefix")
     ompi_info, mpichversion = bindir / "ompi_info", bindir / "mpichversion"
     if ompi_info.exists():
-        m = re.search(r"Open MPI v?(\S+)", _run([str(ompi_info), "--version"]))
-        return MpiInstall("openmpi", m.group(1) if m else "?", bindir, mpicc, mpirun,
-                          ompi_info, origin)
+        # the full listing, not --version: the catalog and provenance read it next
+        version = ompi_info_listing(ompi_info).version()
+        return MpiInstall("openmpi", version or "?", bindir, mpicc, mpirun, ompi_info, origin)
     if mpichversion.exists():
         m = re.search(r"MPICH Version:\s*(\S+)", _run([str(mpichversion)]))
         return MpiInstall("mpich", m.group(1) if m else "?", bindir, mpicc, mpirun,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Final
 
 from collbench.catalog.algorithms import Algorithm
+from collbench.catalog.ompi_info import listing
 
 # Open MPI 5.0.11 (`ompi_info --param coll tuned --level 9`), used when ompi_info fails.
 FALLBACK_5_0: Final[dict[str, tuple[str, ...]]] = {
@@ -49,6 +49,8 @@ def parse_ompi_info(text: str) -> dict[str, tuple[Algorithm, ...]]:
     names: dict[str, dict[int, str]] = {}
     writable: dict[str, bool] = {}
     for line in text.splitlines():
+        if not line.lstrip().startswith("mca:coll:tuned:"):  # most of an --all listing
+            continue
         if m := _ENUM.match(line.strip()):
             coll, ident, name = m.group(1), int(m.group(2)), m.group(3)
             if ident > 0:
@@ -74,16 +76,10 @@ def fallback() -> dict[str, tuple[Algorithm, ...]]:
 
 def query(ompi_info: Path) -> tuple[dict[str, tuple[Algorithm, ...]], str]:
     """(algorithms, source) — source says whether ompi_info or the fallback table spoke."""
-    try:
-        out = subprocess.run(
-            [str(ompi_info), "--param", "coll", "tuned", "--level", "9", "--parsable"],
-            capture_output=True, text=True, timeout=60, check=False,
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        out = ""
-    parsed = parse_ompi_info(out)
+    run = listing(ompi_info)
+    parsed = parse_ompi_info(run.text)
     if parsed:
-        return parsed, f"{ompi_info} --param coll tuned --level 9"
+        return parsed, " ".join(run.argv)
     return fallback(), "built-in table for Open MPI 5.0"
 
 
@@ -117,6 +113,8 @@ def parse_libnbc(text: str) -> dict[str, tuple[Algorithm, ...]]:
     names: dict[str, dict[int, str]] = {}
     writable: dict[str, bool] = {}
     for line in text.splitlines():
+        if not line.lstrip().startswith("mca:coll:libnbc:"):
+            continue
         if m := _NBC_ENUM.match(line.strip()):
             coll, ident, name = m.group(1), int(m.group(2)), m.group(3)
             if ident > 0 and coll in NONBLOCKING:
@@ -137,14 +135,8 @@ def libnbc_fallback() -> dict[str, tuple[Algorithm, ...]]:
 
 def query_libnbc(ompi_info: Path) -> tuple[dict[str, tuple[Algorithm, ...]], str]:
     """(libnbc algorithms, source), as `query` for coll/tuned."""
-    try:
-        out = subprocess.run(
-            [str(ompi_info), "--param", "coll", "libnbc", "--level", "9", "--parsable"],
-            capture_output=True, text=True, timeout=60, check=False,
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        out = ""
-    parsed = parse_libnbc(out)
+    run = listing(ompi_info)
+    parsed = parse_libnbc(run.text)
     if parsed:
-        return parsed, f"{ompi_info} --param coll libnbc --level 9"
+        return parsed, " ".join(run.argv)
     return libnbc_fallback(), "built-in libnbc table for Open MPI 5.0"

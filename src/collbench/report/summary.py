@@ -20,11 +20,26 @@ def notices(comp: Comparison | None, counts: Counts) -> list[str]:
     return [comp.notice] if comp.notice else []
 
 
+def _mpi_text(mpi: Any) -> str:
+    mpi = mpi if isinstance(mpi, dict) else {}
+    return f"{mpi.get('implementation', '-')} {mpi.get('version', '')}".strip()
+
+
+def _several(prov: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The provenance record's mpis ([measure] mpi: per MPI key, its install and kernel)."""
+    mpis = prov.get("mpis")
+    if not isinstance(mpis, dict):
+        return {}
+    return {str(k): v for k, v in mpis.items() if isinstance(v, dict)}
+
+
 def summary(d: ReportData) -> list[tuple[str, str]]:
-    mpi = d.provenance.get("mpi") or {}
+    several = _several(d.provenance)
+    mpi_text = (", ".join(f"{k} ({_mpi_text(v.get('mpi'))})" for k, v in several.items())
+                if several else _mpi_text(d.provenance.get("mpi")))
     rows = [("campaign", str(d.campaign.get("name", "-"))),
             ("description", str(d.campaign.get("description") or "")),
-            ("MPI", f"{mpi.get('implementation', '-')} {mpi.get('version', '')}".strip()),
+            ("MPI", mpi_text),
             ("host", str(d.provenance.get("host", "-"))),
             ("started", str(d.provenance.get("created", "-"))),
             ("last launch stored", last_launch(d.results)),
@@ -55,15 +70,22 @@ def provenance(campaign: dict[str, Any], prov: dict[str, Any],
             ("collbench", prov.get("collbench_version") or campaign.get("collbench_version")),
             ("campaign seed", campaign.get("seed")), ("backend", campaign.get("backend")),
             ("spec", campaign.get("spec_source"))]
-    first = ("implementation", "version")  # then the paths, alphabetically
-    rows += [(f"MPI {k}", v) for k, v in
-             sorted(mpi.items(), key=lambda kv: (kv[0] not in first, first.index(kv[0])
-                                                 if kv[0] in first else 0, kv[0]))]
-    rows += [(f"kernel {k}", v) for k, v in sorted(kernel.items())]
+    # one MPI, or each of [measure] mpi's under its key (the top-level mpi is the first's)
+    parts = {f"{k} ": (v.get("mpi") or {}, v.get("kernel") or {})
+             for k, v in _several(prov).items()} or {"": (mpi, kernel)}
+    for key, (one, build) in parts.items():
+        rows += [(f"MPI {key}{k}", v) for k, v in _mpi_first(one)]
+        rows += [(f"kernel {key}{k}", v) for k, v in sorted(build.items())]
     dump = Store(results).mpi_info_dump()
     if dump is not None:
         rows.append(("MPI parameter dump", f"{dump.name} in the results folder"))
     return [(k, _text(v)) for k, v in rows if v not in (None, "", {}, [])]
+
+
+def _mpi_first(mpi: dict[str, Any]) -> list[tuple[str, Any]]:
+    first = ("implementation", "version")  # then the paths, alphabetically
+    return sorted(mpi.items(), key=lambda kv: (kv[0] not in first, first.index(kv[0])
+                                               if kv[0] in first else 0, kv[0]))
 
 
 def _by_status(counts: Counts) -> dict[str, int]:

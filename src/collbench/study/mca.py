@@ -9,11 +9,11 @@ enumerated values, integer range and the "(must be >= N)" bound its help text st
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from collbench.catalog.ompi_info import listing
 from collbench.errors import UserError, did_you_mean
 from collbench.sizes import parse_size
 
@@ -76,12 +76,10 @@ def parse_params(text: str) -> dict[str, McaParam]:
 
 def query_params(ompi_info: Path) -> dict[str, McaParam]:
     """The parameters of the Open MPI whose ompi_info this is; UserError when it fails."""
-    try:
-        done = subprocess.run([str(ompi_info), "--all", "--parsable"], capture_output=True,
-                              text=True, timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise UserError(f"{ompi_info} --all --parsable failed: {e}") from None
-    params = parse_params(done.stdout)
+    done = listing(ompi_info)
+    if done.error is not None:
+        raise UserError(f"{ompi_info} --all --parsable failed: {done.error}")
+    params = parse_params(done.text)
     if not params:
         raise UserError(f"{ompi_info} --all --parsable listed no MCA parameter "
                         f"(exit status {done.returncode})")

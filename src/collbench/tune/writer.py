@@ -10,7 +10,6 @@ is written for Open MPI >= 4.1.8 / 5.0.7, the classic format for older releases.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Final
 
 from collbench.catalog.algorithms import DEFAULT
 from collbench.catalog.collectives import COLLECTIVES, RulesBytes, rules_bytes
+from collbench.catalog.ompi_info import listing
 from collbench.errors import UserError
 from collbench.sizes import format_size
 from collbench.tune.check import USES_FANINOUT, USES_MAXREQ, supports_header
@@ -41,14 +41,8 @@ def tuned_defaults(ompi_info: Path | None) -> dict[str, str]:
     """coll/tuned MCA parameter values of this Open MPI (empty when ompi_info fails)."""
     if ompi_info is None:
         return {}
-    try:
-        out = subprocess.run([str(ompi_info), "--param", "coll", "tuned", "--level", "9",
-                              "--parsable"], capture_output=True, text=True, timeout=60,
-                             check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
     values = {}
-    for line in out.splitlines():
+    for line in listing(ompi_info).text.splitlines():
         parts = line.split(":")
         if len(parts) >= 7 and parts[5] == "value" and parts[4].startswith("coll_tuned_"):
             values[parts[4]] = ":".join(parts[6:])
