@@ -18,7 +18,7 @@ from collbench.cli import main
 from collbench.errors import UserError
 from collbench.store import Store
 from collbench.tune.adaptive import Config, Precision, RaceConfig, live, replay
-from collbench.tune.adaptive.precise import relative_halfwidth, stop
+from collbench.tune.adaptive.precise import next_total, relative_halfwidth, stop
 from collbench.tune.adaptive.replay import load, sample_key
 from tests.conftest import RunKernel
 from tests.tune.test_adaptive import LIVE_SPEC, write_campaign
@@ -26,21 +26,39 @@ from tests.tune.test_adaptive import LIVE_SPEC, write_campaign
 times = st.lists(st.floats(0.01, 1e6, allow_nan=False), min_size=1, max_size=300)
 
 
-@given(times, st.floats(1e-4, 1.0), st.integers(1, 64))
-def test_stop_is_a_batch_boundary_within_the_recorded_count(
+# Samples around one value, so that most targets are met after a few batches.
+noisy = st.builds(lambda base, xs: [base * (1 + x) for x in xs], st.floats(0.1, 1e4),
+                  st.lists(st.floats(0, 0.5), min_size=1, max_size=400))
+
+
+@given(st.one_of(times, noisy), st.floats(1e-3, 1.0), st.integers(1, 64))
+def test_stop_is_the_first_batch_boundary_that_meets_the_target(
         samples: list[float], target: float, first: int) -> None:
     n = stop(samples, Precision(target, first))
-    first_n = min(first, len(samples))
-    assert first_n <= n <= len(samples)
-    # the totals the kernel can stop at: first, 2 first, 4 first, ..., or the cap
-    boundaries, b = {len(samples)}, first_n
-    while b < len(samples):
-        boundaries.add(b)
-        b *= 2
-    assert n in boundaries
+    # the totals the kernel reaches: first, then each next_total, capped at the recording
+    chain, b = [], min(first, len(samples))
+    while True:
+        chain.append(b)
+        reached = relative_halfwidth(samples[:b])
+        if b == len(samples) or reached <= target:
+            break
+        following = next_total(b, reached, target)
+        assert math.ceil(1.25 * b) <= following <= 2 * b  # never more than doubling
+        b = min(following, len(samples))
+    assert n == chain[-1]
     assert n == len(samples) or relative_halfwidth(samples[:n]) <= target
-    # a looser target never needs more iterations
-    assert stop(samples, Precision(min(1.0, target * 2), first)) <= n
+
+
+@given(st.integers(1, 10**6), st.floats(1e-6, 10.0), st.floats(1e-4, 1.0))
+def test_next_total_aims_at_the_count_the_half_width_predicts(
+        n: int, reached: float, target: float) -> None:
+    want = (reached / target) ** 2
+    total = next_total(n, reached, target)
+    if 1.25 <= want <= 2.0:  # half-width ~ 1/sqrt(n): the count where it meets the target
+        assert total == pytest.approx(n * want, abs=1.0)
+    else:
+        assert total == math.ceil(n * (2.0 if want > 2.0 else 1.25))
+    assert next_total(n, math.inf, target) == 2 * n
 
 
 @pytest.mark.mpi

@@ -140,25 +140,33 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void cs_median_ci(const double *v, int n, double *lo, double *hi)
+void cs_median_ci_ranks(int n, int *lo, int *hi)
 {
     double h;
     int j, k;
-    if (n <= 0) {
-        *lo = *hi = NAN;
-        return;
-    }
     if (n < 6) {
-        *lo = v[0];
-        *hi = v[n - 1];
+        *lo = 0;
+        *hi = n - 1;
         return;
     }
     /* 1-based ranks n/2 -+ 1.96 sqrt(n)/2 (and + 1 above): a 95% interval of the median */
     h = 0.98 * sqrt((double)n);
     j = (int)floor(0.5 * n - h);
     k = (int)ceil(0.5 * n + 1.0 + h);
-    *lo = v[(j < 1 ? 1 : j) - 1];
-    *hi = v[(k > n ? n : k) - 1];
+    *lo = (j < 1 ? 1 : j) - 1;
+    *hi = (k > n ? n : k) - 1;
+}
+
+void cs_median_ci(const double *v, int n, double *lo, double *hi)
+{
+    int j, k;
+    if (n <= 0) {
+        *lo = *hi = NAN;
+        return;
+    }
+    cs_median_ci_ranks(n, &j, &k);
+    *lo = v[j];
+    *hi = v[k];
 }
 
 /* Median of v[0..n) (sorted in place) and its CI, in microseconds. */

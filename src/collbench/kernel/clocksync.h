@@ -71,4 +71,8 @@ int cs_completion(int warmup, int iters, cs_call_fn call, void *arg, const cs_cl
  * n/2 (normal approximation of the binomial); [min, max] below 6 values. */
 void cs_median_ci(const double *sorted, int n, double *lo, double *hi);
 
+/* The 0-based positions of cs_median_ci's two bounds in a sorted array of n >= 1 values
+ * (for callers that select order statistics instead of sorting). */
+void cs_median_ci_ranks(int n, int *lo, int *hi);
+
 #endif

@@ -103,7 +103,9 @@
  * precision=F max_iterations=N max_seconds=S (optional trailing fields of a blocking
  * collective's line, precision required for the other two; 0 < F <= 1, N in [iterations,
  * 1000000] (default max(iterations, 100000)), 0 < S <= 3600 (default 10)): OSU's loop runs
- * in batches, the first of `iterations`, then doubling the total, until the 95% confidence
+ * in batches, the first of `iterations`, then growing the total by (reached / F)^2 (the
+ * count at which a half-width shrinking as 1/sqrt(n) would meet F), at least 1.25 and at
+ * most 2 times, until the 95% confidence
  * interval of the median of the rank-averaged iteration times is within +-F of it, or N
  * iterations or S seconds (rank 0's clock, from the first batch) are reached; rank 0
  * decides between batches (not timed). The output's `iterations` is the count run, and a
@@ -1808,17 +1810,69 @@ static int timed_coll(point_t *p, double *t, const char **what)
     return coll_loop(p, t, p->job->warmup, p->job->iters, what);
 }
 
-/* Relative half-width of the 95% CI of the median of v[0..n) (sorted on return). */
+/* The k-th smallest of v[0..n) (0-based), by quickselect: v is reordered so that it sits
+ * at v[k] with no larger value before it and no smaller one after. */
+static double select_nth(double *v, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2, i = lo, j = hi;
+        double a = v[lo], b = v[mid], c = v[hi], pivot, tmp;
+        /* median of three: sorted or reversed data stay linear */
+        pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                tmp = v[i];
+                v[i++] = v[j];
+                v[j--] = tmp;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break; /* between the halves: equal to the pivot */
+    }
+    return v[k];
+}
+
+/* Relative half-width of the 95% CI of the median of v[0..n) (v is reordered). Called
+ * after every batch of a precision-mode point on up to max_iterations values: selecting
+ * the four order statistics is linear, where sorting cost 10 % of a precision sweep. */
 static double relative_halfwidth(double *v, int n)
 {
-    double lo, hi, m;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    cs_median_ci(v, n, &lo, &hi);
+    int jl, kh;
+    double m, lo, hi;
+    cs_median_ci_ranks(n, &jl, &kh);
+    lo = select_nth(v, n, jl);
+    hi = select_nth(v, n, kh);
+    m = select_nth(v, n, n / 2);
+    if (n % 2 == 0)
+        m = 0.5 * (m + select_nth(v, n, n / 2 - 1));
     return m > 0 ? 0.5 * (hi - lo) / m : INFINITY;
 }
 
-/* precision=F: OSU's loop in batches (the first of `iterations`, then doubling the total)
+/* The total count after a batch ended at n iterations with relative half-width h, short of
+ * target F: the n at which a half-width shrinking as 1/sqrt(n) would meet F, at least 1.25 n
+ * (a batch costs a reduction) and at most 2 n (a rough estimate must not overshoot more
+ * than doubling did). tune/adaptive/precise.py next_total is the same arithmetic. */
+static long long precise_next_total(int n, double h, double target)
+{
+    double grow = h / target;
+    grow *= grow;
+    if (!(grow <= 2.0)) /* also inf and nan */
+        grow = 2.0;
+    if (grow < 1.25)
+        grow = 1.25;
+    return (long long)ceil((double)n * grow);
+}
+
+/* precision=F: OSU's loop in batches (the first of `iterations`, then precise_next_total)
  * until the 95% CI of the median of the rank-averaged iteration times is within +-F of
  * it, or max_iterations or max_seconds is reached; rank 0 decides between batches (not
  * timed) and tells the others. t holds max_iters entries; run->iters becomes the count
@@ -1846,8 +1900,10 @@ static int timed_precise(point_t *p, double *t, job_t *run, double *achieved,
         if (g_rank == 0) {
             *achieved = relative_halfwidth(acc, n);
             if (!(*achieved <= run->precision) && n < run->max_iters
-                && MPI_Wtime() - begin < run->max_seconds)
-                next = n < run->max_iters - n ? n : run->max_iters - n;
+                && MPI_Wtime() - begin < run->max_seconds) {
+                long long total = precise_next_total(n, *achieved, run->precision);
+                next = (int)((total < run->max_iters ? total : run->max_iters) - n);
+            }
         }
         check_mpi(MPI_Bcast(&next, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
         if (!next)

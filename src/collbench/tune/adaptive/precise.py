@@ -1,7 +1,8 @@
 """Precision-driven repetitions: a repetition measures only until its median is known.
 
 The kernel's precision mode ([measure] precision, docs/statistics.md) runs a point in
-batches — the first of `first` timed iterations, then doubling the total — until the 95 %
+batches — the first of `first` timed iterations, then growing the total towards the count
+the half-width predicts (`next_total`) — until the 95 %
 interval of the median of the per-iteration times is within ±target of it, or a cap is
 reached. Adaptive tuning uses it two ways:
 - live: each launch's points run in precision mode, capped at the spec's own iteration
@@ -67,14 +68,32 @@ def relative_halfwidth(samples: Sequence[float]) -> float:
     return 0.5 * (hi - lo) / m if m > 0 else math.inf
 
 
+GROWTH = (1.25, 2.0)  # the least and most a batch multiplies the total by
+
+
+def next_total(n: int, reached: float, target: float) -> int:
+    """The kernel's count after a batch ended at n iterations short of the target
+    (collbench_kernel.c precise_next_total, the same float arithmetic): the n at which a
+    half-width shrinking as 1/sqrt(n) would meet it, between 1.25 n and 2 n."""
+    grow = reached / target
+    grow *= grow
+    if not grow <= GROWTH[1]:  # also inf and nan
+        grow = GROWTH[1]
+    grow = max(grow, GROWTH[0])
+    return math.ceil(float(n) * grow)
+
+
 def stop(samples: Sequence[float], precision: Precision) -> int:
-    """How many of `samples` the kernel's precision mode would have timed: batches of
-    `first`, then doubling the total, until the target is met or the samples run out
-    (the recorded count is the cap, as max_iterations is live)."""
+    """How many of `samples` the kernel's precision mode would have timed: a first batch
+    of `first`, then totals by `next_total`, until the target is met or the samples run
+    out (the recorded count is the cap, as max_iterations is live)."""
     cap = len(samples)
     n = min(precision.first, cap)
-    while n < cap and not relative_halfwidth(samples[:n]) <= precision.target:
-        n += min(n, cap - n)
+    while n < cap:
+        reached = relative_halfwidth(samples[:n])
+        if reached <= precision.target:
+            break
+        n = min(next_total(n, reached, precision.target), cap)
     return n
 
 
