@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -68,6 +68,25 @@ def mpirun_command(np: int, *, mca: Sequence[tuple[str, str]] = (),
     return cmd
 
 
+def run_mpi(cmd: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
+            cwd: Path | None = None,
+            before_retry: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs an mpirun command line, started again (twice at most) when PMIx's start-up fails.
+
+    mpirun's PMIx server can fail to start when other MPI jobs start at the same moment
+    (exit 213, "listener thread failed", before any rank runs): that says nothing of the
+    program under test. The product's local backend retries it the same way (launch/local.py).
+    """
+    for _ in range(3):
+        res = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout,
+                             env=env, cwd=cwd, check=False)
+        if not (res.returncode == 213 and "listener thread failed" in res.stderr):
+            break
+        if before_retry is not None:
+            before_retry()
+    return res
+
+
 def kernel_runner(kernel: KernelBinary, workdir: Path) -> RunKernel:
     """Runs the kernel under mpirun with job text and returns its exit code and records."""
     counter = itertools.count()
@@ -81,14 +100,8 @@ def kernel_runner(kernel: KernelBinary, workdir: Path) -> RunKernel:
                "--jobs", str(jobfile), "--output", str(outfile), *flags]
         # Functional tests only: oversubscribed busy-polling ranks would crawl.
         env = {**os.environ, "OMPI_MCA_mpi_yield_when_idle": "1"}
-        for _ in range(3):
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                 env=env, check=False)
-            # PMIx's start-up can fail when other MPI jobs start at the same moment (exit
-            # 213, before the kernel runs): that says nothing of the kernel, start it again.
-            if not (res.returncode == 213 and "listener thread failed" in res.stderr):
-                break
-            outfile.unlink(missing_ok=True)
+        res = run_mpi(cmd, timeout=timeout, env=env,
+                      before_retry=lambda: outfile.unlink(missing_ok=True))
         lines = outfile.read_text().splitlines() if outfile.exists() else []
         return KernelRun(res.returncode, res.stderr, [json.loads(line) for line in lines])
 

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collbench.apps.jacobi_model import comm_bytes, directions, predict_mlups
+from tests.conftest import run_mpi
 
 APPS_DIR = Path(__file__).resolve().parents[2] / "src" / "collbench" / "apps"
 PINGPONG = Path(__file__).resolve().parent / "pingpong.c"
@@ -79,8 +80,7 @@ def mpirun(binary: Path, np: int, *args: str,
         cmd.append("--allow-run-as-root")
     cmd += ["-np", str(np), "--map-by", "core:OVERSUBSCRIBE", "--bind-to",
             "core:overload-allowed", str(binary), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env=_env(False), check=False)
+    return run_mpi(cmd, timeout=timeout, env=_env(False))
 
 
 def singleton(binary: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:

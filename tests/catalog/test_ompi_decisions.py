@@ -25,6 +25,7 @@ import pytest
 from collbench.catalog import ompi_decisions as od
 from collbench.catalog.ompi_decisions import Decision, KiB, MiB, decide, decide_osu
 from collbench.errors import UserError
+from tests.conftest import run_mpi
 
 DATA = Path(__file__).parent / "data"
 ALGTRACE = Path(__file__).parents[2] / "src" / "collbench" / "tune" / "algtrace.c"
@@ -363,8 +364,7 @@ def _trace(mpi: OpenMPI, probe: Path, shim: Path, nprocs: int, points: list[Poin
             "--bind-to", "core:overload-allowed",
             "env", f"LD_PRELOAD={shim}", f"COLLBENCH_ALGTRACE={run / 'trace'}",
             str(probe), str(run / "points")]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_clean_env(),
-                       cwd=run)
+    r = run_mpi(cmd, timeout=300, env=_clean_env(), cwd=run)
     assert r.returncode == 0 and f"done {len(points)}" in r.stdout, \
         f"{' '.join(cmd)}\n{r.stdout}\n{r.stderr}"
     traces: dict[int, dict[int, list[tuple[str, int, int, int, int]]]] = {}

@@ -45,6 +45,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.conftest import run_mpi
+
 PORTS_DIR = Path(__file__).resolve().parents[2] / "src" / "collbench" / "kernel" / "ports"
 LIBRARY_SOURCES = ("cbp_util.c", "cbp_topo.c", "cbp_bcast.c", "cbp_gather_scatter.c",
                    "cbp_reduce.c", "cbp_barrier.c", "cbp_decide.c", "cbp_allgather.c",
@@ -313,13 +315,7 @@ def run_driver(mpirun: Path | str, driver: Path, np: int, args: Sequence[str], w
     env = {**os.environ, "CBP_MONITOR": str(prefix), "CBP_FORCE_MPIT": "1" if force_mpit else "0",
            # functional runs only: oversubscribed busy-polling ranks would crawl
            "OMPI_MCA_mpi_yield_when_idle": "1"}
-    for _ in range(3):
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                             check=False)
-        # mpirun could not start its PMIx server (seen when other jobs start at the same
-        # moment): nothing ran, so starting again measures the same thing
-        if not (res.returncode == 213 and "listener thread failed to start" in res.stderr):
-            break
+    res = run_mpi(cmd, timeout=timeout, env=env)
     cases = parse_cases(res.stdout)
     return DriverRun(cmd, res.returncode, res.stdout, res.stderr, cases,
                      _matrices(prefix, cases, np))

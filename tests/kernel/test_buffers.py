@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from collbench.kernel.build import KernelBinary
-from tests.conftest import mpirun_command
+from tests.conftest import mpirun_command, run_mpi
 
 pytestmark = pytest.mark.mpi
 
@@ -31,7 +30,7 @@ def test_point_too_big_for_memory_fails_alone(kernel: KernelBinary, tmp_path: Pa
                     "bcast 0 0 0 4096 3 1\nallgather 0 0 0 65536 3 1\n")
     cmd = [*mpirun_command(2), prlimit, f"--as={limit}", "--", str(kernel.path),
            "--jobs", str(jobs), "--output", str(out), "--validate"]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    res = run_mpi(cmd, timeout=120, before_retry=lambda: out.unlink(missing_ok=True))
     assert res.returncode == 0, res.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["status"] for r in records] == ["ok", "failed", "ok", "ok"]

@@ -22,7 +22,7 @@ from collbench.errors import UserError
 from collbench.kernel.plogp import PlogpPoint, build_plogp, parse_output
 from collbench.models.loggp import fit_level_loggp
 from collbench.models.p2pfile import read_p2p
-from tests.conftest import mpirun_command
+from tests.conftest import mpirun_command, run_mpi
 
 HAND = """format = "collbench-p2p"
 version = 1
@@ -175,8 +175,7 @@ def test_benchmark_refuses_bad_arguments(cache: Path, tmp_path: Path) -> None:
     binary = build_plogp(mpicc, cache_dir=cache)
     for args in (["size=4"], ["max=-1"], ["reps=2", "reps=3"], ["tol=nan"], ["min=8", "max=4"],
                  ["plain"]):
-        done = subprocess.run([*mpirun_command(2), str(binary.path), *args],
-                              capture_output=True, text=True, timeout=60, check=False)
+        done = run_mpi([*mpirun_command(2), str(binary.path), *args], timeout=60)
         assert done.returncode == 2, (args, done.stderr)
         own = [ln for ln in done.stderr.splitlines() if ln.startswith("collbench_plogp:")]
         assert len(own) == 1 and "valid" in own[0], (args, done.stderr)
