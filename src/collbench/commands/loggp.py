@@ -219,8 +219,7 @@ def _run(mpi: Any, binary: Path, opts: Any, mapping: str, mca: tuple[tuple[str, 
     from collbench.catalog.mpi import launcher_env
     from collbench.inputs import read_bytes
     from collbench.kernel.plogp import MAX_OUTPUT, PROGRAM_NAME, parse_output
-    from collbench.launch.local import mpirun_command
-    from collbench.launch.process import run_group
+    from collbench.launch.local import mpirun_command, run_started
     from collbench.plan import Launch
 
     launch = Launch(launch_id=f"loggp-{mapping}", repetition=0, nprocs=2, mapping=mapping,
@@ -231,7 +230,7 @@ def _run(mpi: Any, binary: Path, opts: Any, mapping: str, mca: tuple[tuple[str, 
     with tempfile.TemporaryDirectory(prefix="collbench-loggp-") as tmp:
         call = _PlogpCall(binary, tuple(opts.argv()), Path(tmp))
         argv = mpirun_command(mpi, launch, call)
-        done = run_group(argv, launcher_env(mpi), timeout_s, call.work)
+        done = run_started(argv, launcher_env(mpi), timeout_s, call)
         where = f"plogp --map-by {mapping}"
         if done.interrupted:
             raise UserError(f"{where}: interrupted")

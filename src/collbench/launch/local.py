@@ -118,16 +118,24 @@ def failed_to_start(done: Finished, call: Call) -> bool:
     return empty and text in done.stderr_tail
 
 
+def run_started(argv: list[str], env: dict[str, str], timeout_s: float, call: Call,
+                interrupted: Callable[[], bool] = lambda: False) -> Finished:
+    """mpirun in its own process group, started again when PMIx's start-up race
+    stopped it before any rank ran."""
+    for attempt in range(STARTUP_RETRIES + 1):
+        done = run_group(argv, env, timeout_s, call.work, interrupted)
+        if attempt == STARTUP_RETRIES or not failed_to_start(done, call):
+            break
+    return done
+
+
 def run_mpirun(argv: list[str], mpi: MpiInstall, launch: Launch, call: Call,
                interrupted: Callable[[], bool], hosts: list[str]) -> LaunchOutcome:
     """Run one launch's mpirun in its own process group (killed on timeout or
     interruption, and by the watchdog if collbench dies); the outcome names `hosts`."""
     env = launcher_env(mpi)
     env.update(dict(launch.env))
-    for attempt in range(STARTUP_RETRIES + 1):
-        done = run_group(argv, env, launch.timeout_s, call.work, interrupted)
-        if attempt == STARTUP_RETRIES or not failed_to_start(done, call):
-            break
+    done = run_started(argv, env, launch.timeout_s, call, interrupted)
     if done.interrupted:
         status = "interrupted"
     elif done.timed_out:
