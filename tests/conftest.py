@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,13 +74,17 @@ def run_mpi(cmd: Sequence[str], *, timeout: float, env: dict[str, str] | None = 
             before_retry: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
     """Runs an mpirun command line, started again (twice at most) when PMIx's start-up fails.
 
-    mpirun's PMIx server can fail to start when other MPI jobs start at the same moment
-    (exit 213, "listener thread failed", before any rank runs): that says nothing of the
-    program under test. The product's local backend retries it the same way (launch/local.py).
+    mpirun's PMIx server fails to start (exit 213, "listener thread failed", before any rank
+    runs) when a killed mpirun left a session directory under the pid this one got; each
+    start has a TMPDIR of its own, and the retry stays for any other cause, as in the
+    product's local backend (launch/local.py).
     """
     for _ in range(3):
-        res = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout,
-                             env=env, cwd=cwd, check=False)
+        # a TMPDIR of its own, as the product gives each launch (launch/local.py)
+        with tempfile.TemporaryDirectory(prefix="collbench-test-mpirun-") as tmp:
+            res = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout,
+                                 env={**(os.environ if env is None else env), "TMPDIR": tmp},
+                                 cwd=cwd, check=False)
         if not (res.returncode == 213 and "listener thread failed" in res.stderr):
             break
         if before_retry is not None:

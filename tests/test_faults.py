@@ -94,15 +94,20 @@ def test_no_rank_outlives_a_killed_collbench(tmp_path: Path) -> None:
     spec.write_text('[campaign]\nname = "k"\n[measure]\ncollectives = "bcast"\n'
                     'sizes = [8, 64]\nnprocs = 2\niterations = 5\nwarmup = 1\n'
                     "[run]\ntimeout = 600\n")
-    out = tmp_path / "res"
-    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1")
+    out, temp = tmp_path / "res", tmp_path / "tmp"
+    temp.mkdir()
+    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1", TMPDIR=str(temp))
     proc = _collbench("run", str(spec), "-o", str(out), *HANG, env=env)
     marker = str(out / "work")
     _wait_for(lambda: len(_processes_naming(marker)) >= 3, 120, "mpirun and its ranks")
     time.sleep(1.0)  # the ranks are inside the hung point
+    assert list(temp.glob("collbench-mpirun-*/ompi.*")), "mpirun's session directory"
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == -9
     _no_survivors(marker, 15)
+    # and mpirun's session directory goes with it: a later mpirun given the same pid
+    # would fail to start on it (tests/launch/test_session_dir.py)
+    _wait_for(lambda: not list(temp.glob("collbench-mpirun-*")), 15, "the session directory")
 
 
 def test_a_second_writer_is_refused_and_readers_keep_working(

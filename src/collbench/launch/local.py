@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import MpiInstall, launcher_env
 from collbench.launch import allocation
 from collbench.launch.base import Call, KernelCall, LaunchBackend, LaunchOutcome, Planning
-from collbench.launch.process import Finished, run_group
+from collbench.launch.process import Finished, run_group, tail
 from collbench.plan import Launch
 
 TRIAL_TIMEOUT_S = 60
@@ -99,15 +98,20 @@ def _hydra(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str]) ->
     return argv + call.argv(launch)
 
 
-# PMIx's start-up can fail when another MPI job starts at the same moment on this host
-# (exit 213, "listener thread failed to start"), before any rank runs: nothing was
-# measured, so the launch is started again (at most this many times).
+# mpirun (prterun) keeps its PMIx rendezvous sockets in a session directory named after its
+# pid, under TMPDIR (/tmp/ompi.<pid> for Open MPI 5). A killed mpirun leaves that directory
+# behind, and the next mpirun given the same pid cannot bind its socket: exit 213, "listener
+# thread failed to start", before any rank runs. Pids come round again (pid_max is often
+# 32768), so each launch gets a fresh TMPDIR of its own, removed when the launch has ended
+# (by the watchdog if collbench dies). The retry stays for any other start-up failure of
+# that kind: nothing was measured, so starting again is safe.
 STARTUP_RETRIES = 2
 PMIX_STARTUP_FAILURE = (213, "listener thread failed")
+SCRATCH_PREFIX = "collbench-mpirun-"
 
 
 def failed_to_start(done: Finished, call: Call) -> bool:
-    """The launcher died of PMIx's start-up race, and no rank left any output."""
+    """The launcher died of PMIx's start-up failure, and no rank left any output."""
     code, text = PMIX_STARTUP_FAILURE
     if done.timed_out or done.interrupted or done.returncode != code:
         return False
@@ -118,12 +122,23 @@ def failed_to_start(done: Finished, call: Call) -> bool:
     return empty and text in done.stderr_tail
 
 
+def _scratch() -> Path | None:
+    """A fresh directory for mpirun's session directory (None when the temporary folder
+    refuses one: mpirun then uses TMPDIR as it is, as it would without collbench)."""
+    try:
+        return Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    except OSError:
+        return None
+
+
 def run_started(argv: list[str], env: dict[str, str], timeout_s: float, call: Call,
                 interrupted: Callable[[], bool] = lambda: False) -> Finished:
-    """mpirun in its own process group, started again when PMIx's start-up race
-    stopped it before any rank ran."""
+    """mpirun in its own process group with a session directory of its own, started again
+    when PMIx's start-up failed before any rank ran."""
     for attempt in range(STARTUP_RETRIES + 1):
-        done = run_group(argv, env, timeout_s, call.work, interrupted)
+        scratch = _scratch()
+        run_env = env if scratch is None else {**env, "TMPDIR": str(scratch)}
+        done = run_group(argv, run_env, timeout_s, call.work, interrupted, scratch)
         if attempt == STARTUP_RETRIES or not failed_to_start(done, call):
             break
     return done
@@ -167,22 +182,23 @@ class LocalBackend(LaunchBackend):
                           self._hosts(launch))
 
     def placement_problem(self, launch: Launch) -> str | None:
-        """mpirun's complaint about this launch's placement: a trial start of `true`."""
+        """mpirun's complaint about this launch's placement: a trial start of `true`, run as
+        a launch is (own process group, watchdog, session directory, start-up retry)."""
         with tempfile.TemporaryDirectory() as tmp:
             call = KernelCall(Path("true"), Path(tmp) / "jobs", Path(tmp) / "out")
             argv = self.command(launch, call)
             argv = [*argv[:len(argv) - len(call.argv(launch))], "true"]
             try:
-                done = subprocess.run(argv, env=launcher_env(self.mpi), capture_output=True,
-                                      text=True, timeout=TRIAL_TIMEOUT_S, check=False)
-            except subprocess.TimeoutExpired:
-                return None  # no answer in time (a loaded machine, a slow allocation): it
-                # cannot tell, and only a refusal it can show stops a campaign
+                done = run_started(argv, launcher_env(self.mpi), TRIAL_TIMEOUT_S, call)
             except OSError as e:
                 return f"{type(e).__name__}: {e}"
-        if done.returncode == 0:
-            return None
-        text = " ".join(line.strip() for line in (done.stderr + done.stdout).splitlines()
+            if done.timed_out:
+                return None  # no answer in time (a loaded machine, a slow allocation): it
+                # cannot tell, and only a refusal it can show stops a campaign
+            if done.returncode == 0:
+                return None
+            said = done.stderr_tail + "\n" + tail(call.work / "stdout.txt")
+        text = " ".join(line.strip() for line in said.splitlines()
                         if line.strip() and not set(line.strip()) <= {"-"})
         return f"exit status {done.returncode}: {text[:400].strip()}"
 

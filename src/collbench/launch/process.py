@@ -3,8 +3,10 @@ a watchdog (launch/watchdog.py) that kills it if collbench itself dies."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from collbench.launch import session
 
 POLL_S = 0.1
 GRACE_S = 3.0  # after SIGTERM, before SIGKILL: lets mpirun tear down its ranks
@@ -58,21 +62,25 @@ def wait_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left after a grace period."""
+    """SIGTERM the process group, then SIGKILL whatever is left after a grace period, and
+    last whatever of its session is left (mpirun's ranks have process groups of their own)."""
     for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 10.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
-            return
+            break
         try:
             proc.wait(timeout=wait)
-            # mpirun gone; make sure no rank of its group survives it
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)  # mpirun gone: nothing of its group stays
         except ProcessLookupError:
-            return
+            break
         except subprocess.TimeoutExpired:
             continue
-        return
+        break
+    # unkillable (a process stuck in the kernel): nothing more can be done for it
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10.0)
+    session.kill(proc.pid)
 
 
 def start_watchdog() -> subprocess.Popen[bytes]:
@@ -100,8 +108,11 @@ def run_group(
     timeout_s: float,
     log_dir: Path,
     interrupted: Callable[[], bool] = lambda: False,
+    scratch: Path | None = None,
 ) -> Finished:
-    """Run argv in a new session; stdout/stderr go to files in log_dir."""
+    """Run argv in a new session; stdout/stderr go to files in log_dir. `scratch` is a
+    directory the command may leave behind (mpirun's session directory when mpirun is
+    killed): removed once the group has ended, by the watchdog if collbench has died."""
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
     start = time.monotonic()
@@ -112,6 +123,8 @@ def run_group(
             start_new_session=True,
         )
         guard.stdin.write(f"{proc.pid}\n".encode())  # type: ignore[union-attr]
+        if scratch is not None:  # hex: any path, one word
+            guard.stdin.write(f"{os.fsencode(scratch).hex()}\n".encode())  # type: ignore[union-attr]
         guard.stdin.flush()  # type: ignore[union-attr]
         timed_out = was_interrupted = False
         try:
@@ -128,7 +141,11 @@ def run_group(
             was_interrupted = True
         if timed_out or was_interrupted:
             kill_group(proc)
+        elif proc.returncode != 0:
+            session.kill(proc.pid)  # a launcher that died may leave ranks behind
         stop_watchdog(guard)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
     return Finished(
         returncode=proc.returncode,
         timed_out=timed_out,

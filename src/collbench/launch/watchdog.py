@@ -7,15 +7,20 @@ ever). So beside each launch runs this watchdog, in a session of its own too (a 
 collbench's process group does not reach it): it reads its stdin, a pipe whose write end
 only collbench holds. collbench writes the launch's process group id, then "done" when the
 launch has ended; if the pipe closes without "done", collbench has died, and the watchdog
-ends the group: SIGTERM, a grace period for mpirun to tear down its ranks, SIGKILL.
+ends the group: SIGTERM, a grace period for mpirun to tear down its ranks, SIGKILL. A second
+word, when given, is a directory (hex-encoded) the launch may leave behind, mpirun's session
+directory: the watchdog removes it after the group has ended.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import time
+
+from collbench.launch import session
 
 GRACE_S = 2.0
 
@@ -35,10 +40,11 @@ def end_group(pgid: int, grace_s: float = GRACE_S) -> None:
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
-            return
+            break
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and _alive(pgid):
             time.sleep(0.05)
+    session.kill(pgid)  # the launch's pid is its session's id: ranks in groups of their own
 
 
 def main() -> int:
@@ -50,6 +56,12 @@ def main() -> int:
         return 0  # collbench died before the launch started
     if words[-1:] != [b"done"]:
         end_group(int(words[0]))
+        if len(words) > 1:
+            try:
+                scratch = os.fsdecode(bytes.fromhex(words[1].decode("ascii")))
+            except ValueError:
+                return 0
+            shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
 
