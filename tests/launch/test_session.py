@@ -82,8 +82,9 @@ def test_ranks_of_a_crashed_mpirun_are_killed(tmp_path: Path) -> None:
     argv = [str(mpirun), "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "^ofi",
             "-np", "2", "sh", "-c", f'echo "$$" >>{marker}; exec sleep 300']
     result: list[Finished] = []
+    env = dict(os.environ, TMPDIR=str(tmp_path))  # the killed mpirun's session directory
     runner = threading.Thread(
-        target=lambda: result.append(run_group(argv, os.environ, 120, tmp_path)))
+        target=lambda: result.append(run_group(argv, env, 120, tmp_path)))
     runner.start()
     deadline = time.monotonic() + 60
     while (not marker.exists() or len(marker.read_text().split()) < 2) and \

@@ -82,10 +82,10 @@ def wait_for(check: Any, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def collbench(*args: str) -> subprocess.Popen[str]:
+def collbench(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "collbench.cli", *args], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
 
 
 def jobs(out: Path) -> dict[str, Any]:
@@ -154,20 +154,24 @@ def test_job_cancelled_from_outside_is_resubmitted_by_resume(slurm: Cluster,
     top = '[[exclude]]\nmap_by = "node"\nalgorithm = "binomial"\n'
     spec = write_spec(tmp_path, timeout=120, map_by='["node", "core"]', order="sequential",
                       top=top)
-    out = tmp_path / "res"
+    out, temp = tmp_path / "res", tmp_path / "tmp"  # TMPDIR reaches the job (--export=ALL)
+    temp.mkdir()
     proc = collbench("run", str(spec), "-o", str(out), "--kernel-debug",
-                     "--debug hang --debug-at 3")
+                     "--debug hang --debug-at 3", env=dict(os.environ, TMPDIR=str(temp)))
     try:
         wait_for(lambda: len(list((out / "launches").glob("*.jsonl"))) == 1
                  and len(list((out / "work").glob("*/started"))) == 1, 90,
                  "the first launch to be stored and the second to start")
         (job,) = jobs(out)
+        assert list(temp.glob("collbench-mpirun-*")), "the step's own TMPDIR"
         assert slurm.run("scancel", job).returncode == 0
         output, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 1, output
+    # the cancelled step's TMPDIR (mpirun's session directory in it) is removed
+    wait_for(lambda: not list(temp.glob("collbench-mpirun-*")), 30, "the step's TMPDIR to go")
     assert "lost — Slurm job" in output and "CANCELLED" in output and "--resume" in output
     rec = jobs(out)[job]
     assert rec.state == "CANCELLED" and len(rec.lost) == 1 and not rec.cancelled_by_collbench

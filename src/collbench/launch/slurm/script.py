@@ -24,12 +24,17 @@ JOB_MARGIN_S: Final = 60  # per job: prolog, queue-to-start, epilog
 
 # One launch: skip it if an earlier job finished it, else record where and when it
 # starts, run it under the per-launch timeout, and publish its exit status atomically.
-# The launch gets a TMPDIR of its own: a killed mpirun leaves its pid-named session
-# directory there, not where a later mpirun with the same pid would trip on it
-# (launch/local.py says more).
+# The launch gets a TMPDIR of its own, removed when it ends or the job is cancelled (the
+# trap): a killed mpirun leaves its pid-named session directory there, not where a later
+# mpirun with the same pid would trip on it (launch/local.py says more).
 _FUNCTION: Final = """\
+collbench_drop_scratch() {
+    if [ -n "${collbench_scratch:-}" ]; then rm -rf "$collbench_scratch"; fi
+    collbench_scratch=""
+}
+
 collbench_launch() {  # WORK_DIR TIMEOUT_S COMMAND...
-    local dir="$1" limit="$2" rc start scratch
+    local dir="$1" limit="$2" rc start
     shift 2
     if [ -e "$dir/done" ] || [ -e "$dir/done.stored" ]; then return 0; fi
     rm -rf "$dir/hosts" "$dir/kernel.jsonl" "$dir/done.tmp"
@@ -37,11 +42,11 @@ collbench_launch() {  # WORK_DIR TIMEOUT_S COMMAND...
     start="$(date +%s.%N)"
     printf 'job=%s\\nnodelist=%s\\nstart=%s\\n' "${SLURM_JOB_ID:-}" \\
         "${SLURM_JOB_NODELIST:-}" "$start" >"$dir/started"
-    scratch="$(mktemp -d "${TMPDIR:-/tmp}/collbench-mpirun-XXXXXX" 2>/dev/null)"
-    TMPDIR="${scratch:-${TMPDIR:-/tmp}}" timeout --kill-after=KILL_AFTER "$limit" "$@" \\
+    collbench_scratch="$(mktemp -d "${TMPDIR:-/tmp}/collbench-mpirun-XXXXXX" 2>/dev/null)"
+    TMPDIR="${collbench_scratch:-${TMPDIR:-/tmp}}" timeout --kill-after=KILL_AFTER "$limit" "$@" \\
         >"$dir/stdout.txt" 2>"$dir/stderr.txt" </dev/null
     rc=$?
-    if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
+    collbench_drop_scratch
     printf 'rc=%s\\nstart=%s\\nend=%s\\njob=%s\\n' "$rc" "$start" "$(date +%s.%N)" \\
         "${SLURM_JOB_ID:-}" >"$dir/done.tmp" && mv -f "$dir/done.tmp" "$dir/done"
 }
@@ -117,7 +122,7 @@ def render(options: list[str], launches: list[JobLaunch], job_env: dict[str, str
         "set -u",
         "# Killed by Slurm (scancel, time limit, preemption): leave no done marker, so that",
         "# `collbench run --resume` runs the launch again.",
-        "trap 'exit 143' TERM INT",
+        "trap 'collbench_drop_scratch; exit 143' TERM INT",
     ]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(job_env.items())]
     lines += ["", _FUNCTION]
