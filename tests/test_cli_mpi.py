@@ -128,19 +128,39 @@ def test_validation_catches_a_corrupted_result(tmp_path: Path) -> None:
     assert len(rows) == 1 and rows[0][0] == "invalid" and rows[0][1] is None and rows[0][2]
 
 
+def _naming(text: str) -> list[str]:
+    """Live processes whose command line mentions text."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            stat = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()
+            line = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if stat[0] != "Z" and text in line:
+            found.append(line)
+    return found
+
+
 def test_sigkill_mid_campaign_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "res"
     p = spec(tmp_path, collectives='["bcast"]', nprocs="[2]", validate="false", reps=4)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     cmd = [sys.executable, "-m", "collbench.cli", "run", str(p), "-o", str(out)]
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env=dict(os.environ, TMPDIR=str(temp)))
     deadline = time.monotonic() + 120
     while not list((out / "launches").glob("*.jsonl")):
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)  # often while the next launch is starting
     proc.wait()
-    subprocess.run(["pkill", "-9", "-f", str(out)], check=False)  # ranks of the killed launch
+    # the watchdog ends whatever launch was under way, however far its start had gone
+    deadline = time.monotonic() + 20
+    while (_naming(str(out)) or list(temp.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _naming(str(out)) == [] and list(temp.iterdir()) == []
     stored = {q.name: q.read_bytes() for q in (out / "launches").glob("*.jsonl")}
     assert 1 <= len(stored) < 4
     assert main(["run", str(p), "-o", str(out), "--resume"]) == 0

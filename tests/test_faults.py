@@ -101,13 +101,13 @@ def test_no_rank_outlives_a_killed_collbench(tmp_path: Path) -> None:
     marker = str(out / "work")
     _wait_for(lambda: len(_processes_naming(marker)) >= 3, 120, "mpirun and its ranks")
     time.sleep(1.0)  # the ranks are inside the hung point
-    assert list(temp.glob("collbench-mpirun-*/ompi.*")), "mpirun's session directory"
+    assert list(temp.glob("collbench-launch-*/ompi.*")), "mpirun's session directory"
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == -9
     _no_survivors(marker, 15)
     # and mpirun's session directory goes with it: a later mpirun given the same pid
     # would fail to start on it (tests/launch/test_session_dir.py)
-    _wait_for(lambda: not list(temp.glob("collbench-mpirun-*")), 15, "the session directory")
+    _wait_for(lambda: not list(temp.glob("collbench-launch-*")), 15, "the session directory")
 
 
 def test_a_second_writer_is_refused_and_readers_keep_working(

@@ -151,7 +151,8 @@ def test_a_launch_lost_to_pmix_start_up_is_started_again(
 def test_each_start_of_mpirun_has_a_tmpdir_of_its_own(tmp_path: Path) -> None:
     """mpirun names its session directory by its pid under TMPDIR; a fresh TMPDIR per start
     keeps a stale one left by a killed mpirun out of its way (test_session_dir.py)."""
-    from collbench.launch.local import SCRATCH_PREFIX, run_mpirun
+    from collbench.launch.local import run_mpirun
+    from collbench.launch.process import TMP_PREFIX
 
     out, count, seen = tmp_path / "out.jsonl", tmp_path / "count", tmp_path / "seen"
     script = tmp_path / "mpirun"
@@ -162,4 +163,4 @@ def test_each_start_of_mpirun_has_a_tmpdir_of_its_own(tmp_path: Path) -> None:
     assert run_mpirun([str(script)], mpi(), launch(), call, lambda: False, ["vm"]).returncode == 0
     dirs = [Path(line) for line in seen.read_text().split()]
     assert len(dirs) == 2 and len(set(dirs)) == 2  # the retry got a fresh one too
-    assert all(d.name.startswith(SCRATCH_PREFIX) and not d.exists() for d in dirs)
+    assert all(d.name.startswith(TMP_PREFIX) and not d.exists() for d in dirs)

@@ -3,10 +3,12 @@ rank in a group of its own, so a killed or crashed mpirun would leave its ranks 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from collbench.launch import session
-from collbench.launch.process import Finished, run_group
+from collbench.launch.process import TMP_PREFIX, Finished, run_group, start_watchdog
 from tests.conftest import mpi_tool
 
 # A launcher that starts a child in a process group of its own (as prterun does with its
@@ -43,6 +45,18 @@ def _gone(pid: int, seconds: float = 10.0) -> bool:
     return not _alive(pid)
 
 
+def _pid_in(pidfile: Path, seconds: float = 60.0) -> int:
+    """The pid another process writes to pidfile (not atomically: wait for all of it)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            text = pidfile.read_text()
+            if text.isdigit():
+                return int(text)
+        time.sleep(0.05)
+    raise AssertionError(f"no pid in {pidfile}")
+
+
 @pytest.mark.parametrize("how", ["timeout", "crash"])
 def test_a_child_in_its_own_group_does_not_outlive_the_launch(tmp_path: Path,
                                                               how: str) -> None:
@@ -50,7 +64,7 @@ def test_a_child_in_its_own_group_does_not_outlive_the_launch(tmp_path: Path,
     done = run_group([sys.executable, "-c", LAUNCHER, str(pidfile), how], os.environ,
                      1.5 if how == "timeout" else 60, tmp_path)
     assert done.timed_out == (how == "timeout") and done.returncode != 0
-    child = int(pidfile.read_text())
+    child = _pid_in(pidfile, 5)
     assert os.getpgid(child) == child if _alive(child) else True
     assert _gone(child), "the child in its own process group survived the launch"
 
@@ -100,38 +114,60 @@ def test_ranks_of_a_crashed_mpirun_are_killed(tmp_path: Path) -> None:
     assert all(_gone(r) for r in ranks), "a rank outlived its SIGKILLed mpirun"
 
 
-# collbench stand-in: runs LAUNCHER through run_group with a scratch directory, until killed.
+# collbench stand-in: runs LAUNCHER through run_group with a TMPDIR of its own (under the
+# TMPDIR it was given), where the launcher leaves a file, until killed.
 PARENT = (
     "import os, sys, pathlib\n"
     "from collbench.launch.process import run_group\n"
-    "scratch = pathlib.Path(sys.argv[2]); scratch.mkdir()\n"
-    "(scratch / 'ompi.1').mkdir()\n"
-    "run_group([sys.executable, '-c', sys.argv[3], sys.argv[1], 'sleep'], os.environ, 600,\n"
-    "          scratch.parent / 'logs', scratch=scratch)\n"
+    "run_group([sys.executable, '-c', 'import os, pathlib; pathlib.Path(os.environ[\"TMPDIR\"],"
+    " \"ompi.1\").mkdir(); exec(os.environ[\"LAUNCHER\"])', sys.argv[1], 'sleep'],\n"
+    "          os.environ, 600, pathlib.Path(sys.argv[2]), private_tmp=True)\n"
 )
 
 
-def test_when_collbench_dies_the_watchdog_ends_the_session_and_removes_the_scratch(
+def test_when_collbench_dies_the_watchdog_ends_the_session_and_removes_its_tmpdir(
         tmp_path: Path) -> None:
-    pidfile, scratch = tmp_path / "child.pid", tmp_path / "scratch"
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(pidfile), str(scratch),
-                               LAUNCHER], start_new_session=True)
-    deadline = time.monotonic() + 60
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    child = int(pidfile.read_text())
+    pidfile, temp = tmp_path / "child.pid", tmp_path / "tmp"
+    temp.mkdir()
+    env = dict(os.environ, TMPDIR=str(temp), LAUNCHER=LAUNCHER)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(pidfile), str(tmp_path / "logs")],
+                              start_new_session=True, env=env)
+    child = _pid_in(pidfile)
+    assert list(temp.glob(f"{TMP_PREFIX}*/ompi.1"))
     os.killpg(parent.pid, signal.SIGKILL)  # collbench and its own group, no cleanup
     parent.wait()
     assert _gone(child, 15), "the rank-like child outlived collbench"
     deadline = time.monotonic() + 15
-    while scratch.exists() and time.monotonic() < deadline:
+    while list(temp.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not scratch.exists()
+    assert list(temp.iterdir()) == []
 
 
-def test_a_launch_that_ends_removes_its_scratch(tmp_path: Path) -> None:
-    scratch = tmp_path / "scratch"
-    (scratch / "ompi.1").mkdir(parents=True)
-    done = run_group([sys.executable, "-c", "pass"], os.environ, 60, tmp_path / "logs",
-                     scratch=scratch)
-    assert done.returncode == 0 and not scratch.exists()
+def test_collbench_dying_before_it_tells_the_pid_still_ends_the_launch(tmp_path: Path) -> None:
+    """The watchdog learns the launch's token and TMPDIR before the command starts; if
+    collbench dies after starting it but before writing its pid, the command and its child
+    (in a group of its own) are found by the token in their environment."""
+    pidfile, temp = tmp_path / "child.pid", tmp_path / "launch-tmp"
+    temp.mkdir()
+    guard = start_watchdog()
+    guard.stdin.write(f"token cafe\ntmp {os.fsencode(temp).hex()}\n".encode())  # type: ignore[union-attr]
+    guard.stdin.flush()  # type: ignore[union-attr]
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(pidfile), "sleep"],
+                                env=dict(os.environ, **{session.LAUNCH_TOKEN: "cafe"}),
+                                start_new_session=True)
+    child = _pid_in(pidfile)
+    assert sorted(session.carrying("cafe")) == sorted([launcher.pid, child])
+    guard.stdin.close()  # type: ignore[union-attr]  # what collbench's death does to the pipe
+    assert guard.wait(timeout=30) == 0
+    launcher.wait(timeout=10)
+    assert _gone(child) and not temp.exists()
+
+
+def test_a_launch_that_ends_removes_its_tmpdir(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code = "import os, pathlib; pathlib.Path(os.environ['TMPDIR'], 'ompi.1').mkdir()"
+    done = run_group([sys.executable, "-c", code], os.environ, 60, tmp_path / "logs",
+                     private_tmp=True)
+    assert done.returncode == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["logs"]

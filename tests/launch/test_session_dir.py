@@ -20,7 +20,7 @@ import pytest
 
 from collbench.launch import local
 from collbench.launch.base import KernelCall
-from collbench.launch.process import Finished
+from collbench.launch.process import TMP_PREFIX, Finished
 from tests.conftest import mpi_tool
 
 NS_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
@@ -100,7 +100,7 @@ def test_a_stale_session_directory_fails_plain_mpirun_but_not_a_launch(
     call = KernelCall(Path("true"), tmp_path / "jobs", tmp_path / "out")
     env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
     done: list[Finished] = []
-    scratches = set(Path(tempfile.gettempdir()).glob(f"{local.SCRATCH_PREFIX}*"))
+    scratches = set(Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*"))
 
     def launch(argv: list[str]) -> None:
         done.append(local.run_started(argv, env, 60, call))
@@ -109,7 +109,7 @@ def test_a_stale_session_directory_fails_plain_mpirun_but_not_a_launch(
     assert done[-1].returncode == 0, done[-1].stderr_tail
     temp = Path(tempfile.gettempdir())
     assert (temp / f"ompi.{stale_pid}").exists()  # untouched: the launch used its own TMPDIR
-    assert set(temp.glob(f"{local.SCRATCH_PREFIX}*")) <= scratches  # and removed it
+    assert set(temp.glob(f"{TMP_PREFIX}*")) <= scratches  # and removed it
 
     # The control: the same pid without a TMPDIR of its own trips on the stale directory
     # (and PMIx removes it while failing, so this comes second).

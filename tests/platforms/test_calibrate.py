@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from collbench.cli import main
+from collbench.launch.pingpong import simulate_pingpong
 from collbench.launch.simgrid import SmpiTools
 from collbench.platforms.calibrate import fit_factors, hockney, read_pingpongs
 from collbench.platforms.model import load_cluster, parse_cluster
-from collbench.platforms.pingpong import simulate_pingpong
 from tests.simgrid_support import SMALL, needs_smpi
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples" / "osu-7.4"

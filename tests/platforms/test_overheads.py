@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from collbench.cli import main
+from collbench.launch.pingpong import simulate_pingpong
 from collbench.launch.simgrid import SmpiTools
 from collbench.platforms.model import load_cluster, parse_cluster
-from collbench.platforms.pingpong import simulate_pingpong
 from collbench.platforms.simgrid_xml import platform_xml
 from collbench.platforms.template import cluster_toml
 from collbench.store import Store

@@ -83,10 +83,10 @@ def cmd_xml(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from collbench.launch.pingpong import simulate_pingpong
     from collbench.launch.simgrid import build_smpi_kernel, find_smpi
     from collbench.platforms.calibrate import calibrate, read_pingpongs
     from collbench.platforms.model import Cluster, parse_cluster
-    from collbench.platforms.pingpong import simulate_pingpong
     from collbench.platforms.template import Shape, cluster_toml, new_template
 
     if args.out.exists() and not args.force and args.out != args.base:

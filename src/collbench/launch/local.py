@@ -107,7 +107,6 @@ def _hydra(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str]) ->
 # that kind: nothing was measured, so starting again is safe.
 STARTUP_RETRIES = 2
 PMIX_STARTUP_FAILURE = (213, "listener thread failed")
-SCRATCH_PREFIX = "collbench-mpirun-"
 
 
 def failed_to_start(done: Finished, call: Call) -> bool:
@@ -122,23 +121,12 @@ def failed_to_start(done: Finished, call: Call) -> bool:
     return empty and text in done.stderr_tail
 
 
-def _scratch() -> Path | None:
-    """A fresh directory for mpirun's session directory (None when the temporary folder
-    refuses one: mpirun then uses TMPDIR as it is, as it would without collbench)."""
-    try:
-        return Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
-    except OSError:
-        return None
-
-
 def run_started(argv: list[str], env: dict[str, str], timeout_s: float, call: Call,
                 interrupted: Callable[[], bool] = lambda: False) -> Finished:
-    """mpirun in its own process group with a session directory of its own, started again
-    when PMIx's start-up failed before any rank ran."""
+    """mpirun in its own process group with a TMPDIR of its own, started again when PMIx's
+    start-up failed before any rank ran."""
     for attempt in range(STARTUP_RETRIES + 1):
-        scratch = _scratch()
-        run_env = env if scratch is None else {**env, "TMPDIR": str(scratch)}
-        done = run_group(argv, run_env, timeout_s, call.work, interrupted, scratch)
+        done = run_group(argv, env, timeout_s, call.work, interrupted, private_tmp=True)
         if attempt == STARTUP_RETRIES or not failed_to_start(done, call):
             break
     return done

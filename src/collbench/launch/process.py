@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import select
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from pathlib import Path
 from collbench.launch import session
 
 POLL_S = 0.1
+TMP_PREFIX = "collbench-launch-"
 GRACE_S = 3.0  # after SIGTERM, before SIGKILL: lets mpirun tear down its ranks
 
 
@@ -102,30 +105,56 @@ def stop_watchdog(guard: subprocess.Popen[bytes]) -> None:
         guard.wait()
 
 
+def _tell(guard: subprocess.Popen[bytes], key: str, value: str) -> None:
+    guard.stdin.write(f"{key} {value}\n".encode())  # type: ignore[union-attr]
+    guard.stdin.flush()  # type: ignore[union-attr]
+
+
+def _private_tmp(guard: subprocess.Popen[bytes], token: str) -> Path | None:
+    """A fresh directory for TMPDIR, named to the watchdog before it exists (so that a
+    death of collbench at any moment leaves none behind); None if it cannot be made."""
+    path = Path(tempfile.gettempdir()) / f"{TMP_PREFIX}{token}"
+    _tell(guard, "tmp", os.fsencode(path).hex())  # hex: any path, one word
+    try:
+        path.mkdir(mode=0o700)
+    except OSError:
+        return None
+    return path
+
+
 def run_group(
     argv: list[str],
     env: Mapping[str, str],
     timeout_s: float,
     log_dir: Path,
     interrupted: Callable[[], bool] = lambda: False,
-    scratch: Path | None = None,
+    private_tmp: bool = False,
+    cwd: Path | None = None,
 ) -> Finished:
-    """Run argv in a new session; stdout/stderr go to files in log_dir. `scratch` is a
-    directory the command may leave behind (mpirun's session directory when mpirun is
-    killed): removed once the group has ended, by the watchdog if collbench has died."""
+    """Run argv in a new session; stdout/stderr go to files in log_dir.
+
+    The watchdog learns the launch's token (in the command's environment, so that it finds
+    the command even if collbench dies before telling it the pid) and then its pid.
+    `private_tmp`: the command gets a TMPDIR of its own (mpirun keeps its pid-named session
+    directory there; launch/local.py says why), removed once the command has ended, by the
+    watchdog if collbench has died. Without a directory (a full or read-only temporary
+    folder), TMPDIR stays as it is."""
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
     start = time.monotonic()
+    token = secrets.token_hex(8)
+    run_env = {**env, session.LAUNCH_TOKEN: token}
     with out_path.open("wb") as out, err_path.open("wb") as err:
         guard = start_watchdog()
+        _tell(guard, "token", token)
+        scratch = _private_tmp(guard, token) if private_tmp else None
+        if scratch is not None:
+            run_env["TMPDIR"] = str(scratch)
         proc = subprocess.Popen(
-            argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=dict(env),
-            start_new_session=True,
+            argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=run_env,
+            start_new_session=True, cwd=cwd,
         )
-        guard.stdin.write(f"{proc.pid}\n".encode())  # type: ignore[union-attr]
-        if scratch is not None:  # hex: any path, one word
-            guard.stdin.write(f"{os.fsencode(scratch).hex()}\n".encode())  # type: ignore[union-attr]
-        guard.stdin.flush()  # type: ignore[union-attr]
+        _tell(guard, "pid", str(proc.pid))
         timed_out = was_interrupted = False
         try:
             while True:

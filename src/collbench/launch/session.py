@@ -1,9 +1,12 @@
-"""The processes of one launch's session, found through /proc.
+"""The processes of one launch, found through /proc.
 
 A launch's command starts a session of its own (start_new_session), so its pid is also the
 session id of everything it starts. Killing its process group is not enough: mpirun (prterun)
 puts each rank in a process group of its own, so a SIGKILLed mpirun leaves its ranks running.
 They stay in the session, unless a program leaves it on purpose (setsid).
+
+Before its pid is known, a launch is found by the token in its environment (LAUNCH_TOKEN),
+which its ranks inherit.
 """
 
 from __future__ import annotations
@@ -25,6 +28,22 @@ def members(sid: int) -> list[int]:
                 found.append(int(stat.parent.name))
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile, or not ours to read
+    return found
+
+
+LAUNCH_TOKEN = "COLLBENCH_LAUNCH_TOKEN"
+
+
+def carrying(token: str) -> list[int]:
+    """Pids of the live processes whose environment holds this launch token."""
+    mark = f"{LAUNCH_TOKEN}={token}".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if mark in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except (OSError, ValueError):
+            continue
     return found
 
 

@@ -7,13 +7,15 @@ ever). So beside each launch runs this watchdog, in a session of its own too (a 
 collbench's process group does not reach it): it reads its stdin, a pipe whose write end
 only collbench holds. collbench writes the launch's process group id, then "done" when the
 launch has ended; if the pipe closes without "done", collbench has died, and the watchdog
-ends the group: SIGTERM, a grace period for mpirun to tear down its ranks, SIGKILL. A second
-word, when given, is a directory (hex-encoded) the launch may leave behind, mpirun's session
-directory: the watchdog removes it after the group has ended.
+ends the group: SIGTERM, a grace period for mpirun to tear down its ranks, SIGKILL, then what
+is left of the launch's session. Before the pid, collbench writes the launch's token (in the
+command's environment: if collbench dies before writing the pid, the command is found by it)
+and, when the launch has a TMPDIR of its own, that directory (hex), removed at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -47,22 +49,50 @@ def end_group(pgid: int, grace_s: float = GRACE_S) -> None:
     session.kill(pgid)  # the launch's pid is its session's id: ranks in groups of their own
 
 
+def _said(data: bytes) -> dict[str, str]:
+    """collbench's lines, `key value` (token, tmp, pid) and a last `done`."""
+    told: dict[str, str] = {}
+    for line in data.decode("ascii", "replace").splitlines():
+        key, _, value = line.partition(" ")
+        told[key] = value
+    return told
+
+
+def _tmp(told: dict[str, str]) -> str | None:
+    try:
+        return os.fsdecode(bytes.fromhex(told["tmp"])) if "tmp" in told else None
+    except ValueError:
+        return None
+
+
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is collbench's to handle
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # outlive the terminal collbench had
-    data = sys.stdin.buffer.read()  # until collbench closes the pipe, or dies
-    words = data.split()
-    if not words or not words[0].isdigit():
-        return 0  # collbench died before the launch started
-    if words[-1:] != [b"done"]:
-        end_group(int(words[0]))
-        if len(words) > 1:
-            try:
-                scratch = os.fsdecode(bytes.fromhex(words[1].decode("ascii")))
-            except ValueError:
-                return 0
-            shutil.rmtree(scratch, ignore_errors=True)
+    told = _said(sys.stdin.buffer.read())  # until collbench closes the pipe, or dies
+    if "done" in told:
+        return 0
+    if told.get("pid", "").isdigit():
+        end_group(int(told["pid"]))
+    elif told.get("token"):
+        # collbench died between starting the command and telling its pid: find it (and
+        # what it started) by the token in its environment
+        found = session.carrying(told["token"])
+        for sid in {_sid(p) for p in found} - {None}:
+            end_group(sid)  # type: ignore[arg-type]
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    tmp = _tmp(told)
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def _sid(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
 
 
 if __name__ == "__main__":

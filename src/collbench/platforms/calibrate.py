@@ -11,7 +11,7 @@ Method (docs/simgrid.md, "Calibration"):
    (m+16)·β/bw(m) (SMPI adds a 16-byte envelope); each bucket is the smallest change of
    the two factors (closest to 1) that hits the measured time. collbench's platform
    loader applies them per level (SMPI's own factor options are one table for all).
-4. The description is then simulated (real smpirun, platforms.pingpong) and each bucket's
+4. The description is then simulated (real smpirun, launch/pingpong.py) and each bucket's
    factors are scaled by measured/simulated until the simulation reproduces the
    measurement (or ROUNDS are spent); the errors that remain are reported and written to
    the [calibration] table.

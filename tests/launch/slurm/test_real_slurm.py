@@ -163,7 +163,7 @@ def test_job_cancelled_from_outside_is_resubmitted_by_resume(slurm: Cluster,
                  and len(list((out / "work").glob("*/started"))) == 1, 90,
                  "the first launch to be stored and the second to start")
         (job,) = jobs(out)
-        assert list(temp.glob("collbench-mpirun-*")), "the step's own TMPDIR"
+        assert list(temp.glob("collbench-launch-*")), "the step's own TMPDIR"
         assert slurm.run("scancel", job).returncode == 0
         output, _ = proc.communicate(timeout=60)
     finally:
@@ -171,7 +171,7 @@ def test_job_cancelled_from_outside_is_resubmitted_by_resume(slurm: Cluster,
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 1, output
     # the cancelled step's TMPDIR (mpirun's session directory in it) is removed
-    wait_for(lambda: not list(temp.glob("collbench-mpirun-*")), 30, "the step's TMPDIR to go")
+    wait_for(lambda: not list(temp.glob("collbench-launch-*")), 30, "the step's TMPDIR to go")
     assert "lost — Slurm job" in output and "CANCELLED" in output and "--resume" in output
     rec = jobs(out)[job]
     assert rec.state == "CANCELLED" and len(rec.lost) == 1 and not rec.cancelled_by_collbench

@@ -42,7 +42,7 @@ collbench_launch() {  # WORK_DIR TIMEOUT_S COMMAND...
     start="$(date +%s.%N)"
     printf 'job=%s\\nnodelist=%s\\nstart=%s\\n' "${SLURM_JOB_ID:-}" \\
         "${SLURM_JOB_NODELIST:-}" "$start" >"$dir/started"
-    collbench_scratch="$(mktemp -d "${TMPDIR:-/tmp}/collbench-mpirun-XXXXXX" 2>/dev/null)"
+    collbench_scratch="$(mktemp -d "${TMPDIR:-/tmp}/collbench-launch-XXXXXX" 2>/dev/null)"
     TMPDIR="${collbench_scratch:-${TMPDIR:-/tmp}}" timeout --kill-after=KILL_AFTER "$limit" "$@" \\
         >"$dir/stdout.txt" 2>"$dir/stderr.txt" </dev/null
     rc=$?

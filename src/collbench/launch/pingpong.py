@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
 from collbench.errors import UserError
+from collbench.launch.process import run_group, tail
 from collbench.platforms.loader import platform_args
 from collbench.platforms.model import Cluster
 from collbench.platforms.placement import LEVEL_OF_MAPPING, hostfile
@@ -48,17 +48,18 @@ def simulate_pingpong(cluster: Cluster, levels: Iterable[str], sizes: Iterable[i
                     "--cfg=smpi/simulate-computation:no", "--cfg=smpi/wtime:0",
                     "--log=root.thres:warning", str(kernel), "--jobs", str(work / "jobs.txt"),
                     "--output", str(result)]
-            try:
-                done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S,
-                                      check=False, cwd=work, env={**os.environ, **env})
-            except subprocess.TimeoutExpired:
+            # in its own session beside the watchdog: it ends with collbench, as launches do
+            done = run_group(argv, {**os.environ, **env}, TIMEOUT_S, work / f"{level}-logs",
+                             cwd=work)
+            if done.timed_out or done.interrupted:
                 raise UserError(f"simulated ping-pong ({level}) took more than {TIMEOUT_S} s"
-                                ) from None
+                                if done.timed_out else
+                                f"simulated ping-pong ({level}) was interrupted")
             rows = [json.loads(line) for line in result.read_text().splitlines()] \
                 if result.exists() else []
             if done.returncode != 0 or len(rows) != len(sizes):
-                tail = (done.stderr or done.stdout).strip()[-400:]
+                said = done.stderr_tail or tail(work / f"{level}-logs" / "stdout.txt")
                 raise UserError(f"simulated ping-pong ({level}) failed (exit "
-                                f"{done.returncode}): {tail}")
+                                f"{done.returncode}): {said.strip()[-400:]}")
             out[level] = {int(r["size_bytes"]): float(r["avg_us"]) for r in rows}
     return out
