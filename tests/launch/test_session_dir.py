@@ -8,6 +8,7 @@ mpirun at that pid fails, a launch started by collbench (a TMPDIR of its own) do
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -59,19 +60,21 @@ def stale_pid() -> Iterator[int]:
     proc = subprocess.Popen([*mpirun, "sleep", "60"], env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     session = Path(tempfile.gettempdir()) / f"ompi.{proc.pid}"
-    deadline = time.monotonic() + 30
-    while not any(session.glob("pmix.*")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 30
-    while (left := _in_session(proc.pid)) and time.monotonic() < deadline:
-        for pid in left:  # the ranks, in process groups of their own: killpg missed them
-            os.kill(pid, signal.SIGKILL)
-        time.sleep(0.05)
-    if not any(session.glob("pmix.*")):
-        pytest.skip(f"this MPI keeps no session directory at {session}")
     try:
+        deadline = time.monotonic() + 30
+        while not any(session.glob("pmix.*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while (left := _in_session(proc.pid)) and time.monotonic() < deadline:
+            for pid in left:  # the ranks, in process groups of their own: killpg missed them
+                with contextlib.suppress(ProcessLookupError):  # it may be ending already
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
+        if not any(session.glob("pmix.*")):
+            pytest.skip(f"this MPI keeps no session directory at {session}")
         yield proc.pid
     finally:
         subprocess.run(["rm", "-rf", str(session)], check=False)
