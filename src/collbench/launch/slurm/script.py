@@ -42,7 +42,8 @@ collbench_launch() {  # WORK_DIR TIMEOUT_S COMMAND...
     start="$(date +%s.%N)"
     printf 'job=%s\\nnodelist=%s\\nstart=%s\\n' "${SLURM_JOB_ID:-}" \\
         "${SLURM_JOB_NODELIST:-}" "$start" >"$dir/started"
-    collbench_scratch="$(mktemp -d "${TMPDIR:-/tmp}/collbench-launch-XXXXXX" 2>/dev/null)"
+    collbench_scratch="${TMPDIR:-/tmp}/collbench-launch-${SLURM_JOB_ID:-0}-$$-$RANDOM"
+    mkdir -m 700 "$collbench_scratch" 2>/dev/null || collbench_scratch=""
     TMPDIR="${collbench_scratch:-${TMPDIR:-/tmp}}" timeout --kill-after=KILL_AFTER "$limit" "$@" \\
         >"$dir/stdout.txt" 2>"$dir/stderr.txt" </dev/null
     rc=$?
