@@ -77,8 +77,8 @@ def main() -> int:
         # collbench died between starting the command and telling its pid: find it (and
         # what it started) by the token in its environment
         found = session.carrying(told["token"])
-        for sid in {_sid(p) for p in found} - {None}:
-            end_group(sid)  # type: ignore[arg-type]
+        for sid in {sid for p in found if (sid := _sid(p)) is not None}:
+            end_group(sid)
         for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
