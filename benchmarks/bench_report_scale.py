@@ -1,4 +1,6 @@
-"""(c) `collbench report` on a results folder with 10 million raw samples: time and memory.
+"""(c) `collbench report` on a results folder with 10 million raw samples: time and memory;
+and `collbench compare` on it, against another checkout's with `--baseline-src OLD/src`
+(the read path before and after a change, interleaved rounds on one folder).
 
 The folder is synthesised (no MPI): tidy rows through Store.write_launch, and the samples
 written as Parquet straight from DuckDB, one file per launch as `collbench run` does. The
@@ -8,8 +10,10 @@ should not grow with their number.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import os
 import random
 import statistics
 import subprocess
@@ -22,7 +26,7 @@ from typing import Any
 import duckdb
 
 from collbench.records import make_row
-from collbench.store import Store, _sql_path
+from collbench.store import Store, sql_path
 
 ROUNDS = 3
 COLLECTIVES = ("bcast", "allreduce")
@@ -107,10 +111,22 @@ def _write_samples(con: duckdb.DuckDBPyConnection, store: Store, lid: str,
                             + CASE WHEN random() < 0.01 THEN 3 ELSE 0 END) AS sample_us
               FROM range({len(points) * ITERATIONS}) r
               JOIN points p ON p.idx = r.range // {ITERATIONS})
-        TO '{_sql_path(path)}' (FORMAT parquet)""")
+        TO '{sql_path(path)}' (FORMAT parquet)""")
 
 
-def main() -> str:
+def compare_wall(results: Path, src: Path | None) -> float:
+    """Wall time of one `collbench compare RESULTS --format json` in a fresh process, with
+    the collbench of `src` (a checkout's src/ folder) when given."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "collbench.cli", "compare", str(results),
+                    "--format", "json"], check=True, stdout=subprocess.DEVNULL, env=env)
+    return time.monotonic() - start
+
+
+def main(baseline_src: Path | None = None) -> str:
     walls: list[float] = []
     peaks: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,6 +134,11 @@ def main() -> str:
         start = time.monotonic()
         samples = synthesise(results)
         synth = time.monotonic() - start
+        compares: dict[str, list[float]] = {"this": [], "baseline": []}
+        for _ in range(ROUNDS):  # interleaved: drift of the machine hits both alike
+            compares["this"].append(compare_wall(results, None))
+            if baseline_src is not None:
+                compares["baseline"].append(compare_wall(results, baseline_src))
         parquet_mb = sum(p.stat().st_size for p in (results / "samples").glob("*")) / 1e6
         for r in range(ROUNDS):
             out = Path(tmp) / f"report{r}"
@@ -150,8 +171,20 @@ def main() -> str:
         "Samples are reduced to quantiles per launch and point inside DuckDB, so they never "
         "reach Python; the time goes into drawing the figures (matplotlib, in parallel "
         "worker processes).",
+        "",
+        f"`collbench compare results --format json` on the same folder ({ROUNDS} runs, "
+        "fresh processes, Python start-up included): median "
+        f"{statistics.median(compares['this']):.2f} s "
+        f"({', '.join(f'{w:.2f}' for w in compares['this'])})"
+        + (f"; with {baseline_src} (interleaved): median "
+           f"{statistics.median(compares['baseline']):.2f} s "
+           f"({', '.join(f'{w:.2f}' for w in compares['baseline'])})"
+           if baseline_src is not None else "") + ".",
     ])
 
 
 if __name__ == "__main__":
-    print(main())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline-src", type=Path,
+                        help="another checkout's src/ folder: its compare is timed too")
+    print(main(parser.parse_args().baseline_src))

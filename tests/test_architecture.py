@@ -93,6 +93,25 @@ def test_only_the_store_spells_the_folder_layout() -> None:
     assert offenders == []
 
 
+# Who may read a results folder's rows without collbench.points, and why.
+RAW_READERS = {
+    "store.py": "defines the measurements and samples views",
+    "points.py": "the read door",
+    "commands/query.py": "the user's own SQL over the stored rows",
+    "api.py": "DataFrames of the stored rows as they are",
+    "commands/tune.py": "the stored mpi keys that Store(only_mpi=...) filters on",
+    "tune/adaptive/replay.py": "the per-iteration samples side table",
+    "__init__.py": "a docstring example of Store.connect",
+}
+
+
+def test_every_reader_of_rows_goes_through_the_read_door() -> None:
+    pattern = re.compile(r"FROM measurements|\.connect\(\)")
+    readers = {str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
+               if pattern.search(p.read_text())}
+    assert readers <= set(RAW_READERS), sorted(readers - set(RAW_READERS))
+
+
 BACKEND_TEST = re.compile(r"""backend(_name)?\s*[!=]=\s*["']|isinstance\([^)]*Backend\)|"""
                           r"""\.name\s*==\s*["'](local|slurm|simgrid|fake)["']""")
 

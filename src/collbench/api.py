@@ -7,11 +7,11 @@ only `measurements()` and `samples()` need it. docs/python-api.md shows it in us
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from collbench import points as door
 from collbench.errors import UserError
 from collbench.plan import Plan
 from collbench.records import COLUMNS, SAMPLE_COLUMNS
@@ -76,8 +76,7 @@ class Results:
         """One row per stored row, columns as `collbench query` names them; the `metrics`
         JSON (tail percentiles, overlap, IMB's columns) becomes one column per key."""
         frame = self._frame("measurements", COLUMNS)
-        metrics = [json.loads(m) if isinstance(m, str) and m else {}
-                   for m in frame.pop("metrics")]
+        metrics = [door.metrics_of(m) for m in frame.pop("metrics")]
         keys = sorted({k for m in metrics for k in m})
         for key in keys:
             if key in frame.columns:  # a metric never hides a column
@@ -87,6 +86,18 @@ class Results:
                           for v in values)
             frame[key] = _pandas().array(values, dtype="float64" if numeric else "object")
         return frame
+
+    def points(self, stat: str = "avg") -> pandas.DataFrame:
+        """One row per point (collbench.points.IDENTITY: the context is the launch's
+        settings without algorithm-forcing keys, as JSON), with `n` ok repetitions and
+        `median_<figure>`, the figure `stat` names pooled as `collbench compare` pools it."""
+        pd = _pandas()
+        rows = door.read(self.store)
+        figure = door.figure_of(stat, rows, "collbench.open().points")
+        data = [dict(zip(door.IDENTITY, p.key, strict=True), n=len(p.values),
+                     **{f"median_{figure}": p.median if p.values else None})
+                for p in door.pool(rows, figure)]
+        return pd.DataFrame(data, columns=[*door.IDENTITY, "n", f"median_{figure}"])
 
     def samples(self) -> pandas.DataFrame:
         """Per-iteration times (runs with `samples = true`), one row per timed iteration."""

@@ -218,6 +218,8 @@ def program_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: RowCo
     with its output's tail and no number; one that reports `"valid": false` is invalid."""
     prog = launch.program
     assert prog is not None
+    if prog.lines:
+        return program_line_rows(launch, stdout, outcome, ctx, nodes)
     ctx = ctx.of(launch)
     point = launch.points[0]
     metrics, why = programs.parse_metrics(stdout, dict(prog.metrics))
@@ -262,6 +264,49 @@ def program_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: RowCo
         metrics=json.dumps({**got, "primary_metric": programs.primary_name(got, prog.primary)},
                            sort_keys=True, default=str) if got else None,
     )]
+
+
+def program_line_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: RowContext,
+                      nodes: int) -> list[dict[str, Any]]:
+    """The rows of a program printing one JSON line per planned point (message size), in
+    order, as the kernel does: a line's figures are its row (avg_us the primary metric);
+    points without a line failed or timed out with the launch."""
+    prog = launch.program
+    assert prog is not None
+    ctx = ctx.of(launch)
+    params = json.loads(launch_params(launch))
+    params["program"] = dict(prog.params)
+    lines = programs.json_lines(stdout)
+    rows = []
+    for index, point in enumerate(launch.points):
+        got = lines[index] if index < len(lines) else None
+        avg: float | None = None
+        if got is None:
+            status = "timeout" if outcome.status == "timeout" else "failed"
+            why = (f"launch timed out after {launch.timeout_s:g} s" if status == "timeout"
+                   else f"launch exited with status {outcome.returncode} before this point")
+            tail = outcome.stderr_tail[-ERROR_TAIL:]
+            why = f"{why}; stderr: {tail}" if tail else why
+        elif programs.line_size(got) != point.size_bytes:
+            status, why = "failed", f"program output out of order at line {index + 1}"
+        else:
+            avg, why = programs.primary_us(got, prog.primary)
+            why = why or ("" if avg is not None else "no primary metric")
+            status = "failed" if why else "ok"
+        rows.append(make_row(
+            campaign=ctx.campaign, launch_id=launch.launch_id, repetition=launch.repetition,
+            backend=ctx.backend, source="program", mpi=ctx.mpi, mpi_version=ctx.mpi_version,
+            collective=prog.name, algorithm=point.algorithm, algorithm_id=None, segsize=0,
+            fanout=0, selection=launch.selection, params=json.dumps(params, sort_keys=True),
+            nprocs=launch.nprocs, nodes=nodes,
+            ppn=ranks_per_node(launch.nprocs, nodes, launch.ppn), mapping=launch.mapping,
+            binding=launch.binding, size_bytes=point.size_bytes,
+            iterations=point.iterations, warmup=point.warmup, avg_us=avg, min_us=None,
+            max_us=None, median_us=None, bandwidth_mbs=None, validated=False,
+            status=status, error=why or None,
+            metrics=json.dumps({**got, "primary_metric": programs.primary_name(
+                got, prog.primary)}, sort_keys=True, default=str) if got else None))
+    return rows
 
 
 def _write_samples(launch: Launch, measured: list[dict[str, Any]], path: Path) -> Path | None:

@@ -97,7 +97,7 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 @pytest.mark.parametrize(("body", "expected"), [
     ('[workload]\napp = "rign"\n', "workload.app: 'rign' is not valid; valid: ring, matrix, "
-                                   "jacobi (did you mean ring?)"),
+                                   "jacobi, plogp (did you mean ring?)"),
     ('[workload]\napp = "ring"\nparams = { sise = 8 }\n',
      "workload.params.sise: ring has no argument 'sise'; valid: size, iterations, warmup "
      "(did you mean size?)"),

@@ -84,7 +84,7 @@ def collective_folder(root: Path, model: Any, *, collectives: dict[str, tuple[st
                       sizes: tuple[int, ...] = (1, 64, 1024, 16384, 262144),
                       noise: float = 0.02, scale: float = 1.0) -> Path:
     """Collective rows 'measured' as a model predicts them, times `scale`, with noise."""
-    from collbench.analyse.modeldata import Shape, predict_point, topology
+    from collbench.models.predict import Shape, predict_point, topology
 
     rnd = random.Random(2)
     launches: dict[str, list[dict[str, Any]]] = {}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from collbench.analyse.modeldata import inner_algorithms, network, predict_point
 from collbench.models.algorithms import detail
 from collbench.models.fluid import capacities, links, simulate_shared
+from collbench.models.networks import network
 from collbench.models.p2p import LevelModel, P2PModel, Regime
+from collbench.models.predict import predict_point
 from collbench.models.schedules import Step, program
 from collbench.models.topology import Topology
 
@@ -133,17 +134,6 @@ def test_recursive_doubling_barrier_releases_with_synchronous_sends() -> None:
     progs = program("barrier", "recursive_doubling", 3, 0)
     assert any(st.sync for st in progs[0])  # rank 0 releases rank 2
     assert not any(st.sync for st in progs[1])
-
-
-def test_composites_run_the_fixed_decisions() -> None:
-    assert inner_algorithms("allreduce", "nonoverlapping", 8, 1) == {
-        "reduce": "binary", "bcast": "knomial"}
-    assert inner_algorithms("allreduce", "recursive_doubling", 8, 1) is None
-    # a chain chosen by the rules runs with fanout 1: Open MPI's pipeline
-    for p in (2, 4, 8, 16):
-        for size in (1, 4096, 1 << 20):
-            got = inner_algorithms("allreduce", "nonoverlapping", p, size) or {}
-            assert "chain" not in got.values()
 
 
 def test_smpi_network_uses_the_fluid_model() -> None:

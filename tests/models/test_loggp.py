@@ -19,9 +19,11 @@ import pytest
 
 from collbench.cli import main
 from collbench.errors import UserError
-from collbench.kernel.plogp import PlogpPoint, build_plogp, parse_output
+from collbench.kernel.plogp import PlogpPoint, parse_output
+from collbench.launch.program import build_program
 from collbench.models.loggp import fit_level_loggp
 from collbench.models.p2pfile import read_p2p
+from collbench.spec.workload import Workload
 from tests.conftest import mpirun_command, run_mpi
 
 HAND = """format = "collbench-p2p"
@@ -172,7 +174,7 @@ def test_benchmark_refuses_bad_arguments(cache: Path, tmp_path: Path) -> None:
 
     mpicc = mpi_tool("mpicc")
     assert mpicc is not None
-    binary = build_plogp(mpicc, cache_dir=cache)
+    binary = build_program(mpicc, Workload(app="plogp"), "plogp", cache_dir=cache)
     for args in (["size=4"], ["max=-1"], ["reps=2", "reps=3"], ["tol=nan"], ["min=8", "max=4"],
                  ["plain"]):
         done = run_mpi([*mpirun_command(2), str(binary.path), *args], timeout=60)

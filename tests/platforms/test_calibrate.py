@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from collbench.analyse.modeldata import pingpong_medians as read_pingpongs
+from collbench.catalog.mpi import find_mpi
 from collbench.cli import main
-from collbench.launch.pingpong import simulate_pingpong
-from collbench.launch.simgrid import SmpiTools
-from collbench.platforms.calibrate import fit_factors, hockney, read_pingpongs
+from collbench.commands.simulated_pingpong import simulate_pingpong
+from collbench.platforms.calibrate import fit_factors, hockney
 from collbench.platforms.model import load_cluster, parse_cluster
 from tests.simgrid_support import SMALL, needs_smpi
 
@@ -61,12 +62,12 @@ def test_read_pingpongs_groups_rows_by_placement_level(probe: Path) -> None:
 
 
 @needs_smpi
-def test_uncalibrated_platform_reproduces_its_own_numbers(
-        smpi_tools: SmpiTools, smpi_kernel: Path) -> None:
+def test_uncalibrated_platform_reproduces_its_own_numbers(tmp_path: Path,
+                                                          sim_env: Path) -> None:
     # SMPI's default factors (fitted on another machine) would roughly double latency.
     cluster = parse_cluster(SMALL, "small")
     sim = simulate_pingpong(cluster, ["intra_socket", "inter_socket", "inter_node"],
-                            [1, 1048576], smpi_tools.smpirun, smpi_kernel, smpi_tools.version)
+                            [1, 1048576], tmp_path / "sim", find_mpi())
     for name, level in (("intra_socket", cluster.levels.intra_socket),
                         ("inter_socket", cluster.levels.inter_socket),
                         ("inter_node", cluster.levels.inter_node)):
@@ -80,7 +81,7 @@ def test_uncalibrated_platform_reproduces_its_own_numbers(
 @needs_smpi
 def test_calibration_round_trip_reproduces_the_measured_pingpong(
         probe: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        smpi_tools: SmpiTools, smpi_kernel: Path, sim_env: Path) -> None:
+        sim_env: Path) -> None:
     out = tmp_path / "mycluster.toml"
     assert main(["platform", "calibrate", str(probe), "-o", str(out), "--from",
                  "orfeo-thin", "--name", "mycluster"]) == 0
@@ -89,8 +90,7 @@ def test_calibration_round_trip_reproduces_the_measured_pingpong(
     assert cluster.name == "mycluster" and cluster.nodes == 2 and cluster.calibrated()
     measured, _ = read_pingpongs(probe)
     # Simulate independently of the calibration code: the written file alone must do it.
-    sim = simulate_pingpong(cluster, list(measured), SIZES, smpi_tools.smpirun, smpi_kernel,
-                            smpi_tools.version)
+    sim = simulate_pingpong(cluster, list(measured), SIZES, tmp_path / "sim", find_mpi())
     errors = {(lv, s): sim[lv][s] / t - 1 for lv, pts in measured.items()
               for s, t in pts.items()}
     worst = max(errors.items(), key=lambda kv: abs(kv[1]))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from collbench.catalog.mpi import find_mpi
 from collbench.cli import main
-from collbench.launch.pingpong import simulate_pingpong
-from collbench.launch.simgrid import SmpiTools
+from collbench.commands.simulated_pingpong import simulate_pingpong
 from collbench.platforms.model import load_cluster, parse_cluster
 from collbench.platforms.simgrid_xml import platform_xml
 from collbench.platforms.template import cluster_toml
@@ -78,16 +78,15 @@ platform = "{platform}"
 
 
 @needs_smpi
-def test_send_overheads_serialise_a_linear_broadcast(
-        tmp_path: Path, smpi_tools: SmpiTools, smpi_kernel: Path, sim_env: Path) -> None:
+def test_send_overheads_serialise_a_linear_broadcast(tmp_path: Path, sim_env: Path) -> None:
     with_o, without = tmp_path / "with.toml", tmp_path / "without.toml"
     with_o.write_text(LINE.format(extra=OVER + "\n" + SAME_PINGPONG))
     without.write_text(LINE.format(extra=""))
     # Both platforms give the same ping-pong: 0.5 µs of link + 1.0 + 0.5 of overheads.
     for path in (with_o, without):
         cluster, _, _ = load_cluster(path)
-        sim = simulate_pingpong(cluster, ["intra_socket"], [1], smpi_tools.smpirun,
-                                smpi_kernel, smpi_tools.version)
+        sim = simulate_pingpong(cluster, ["intra_socket"], [1], tmp_path / f"pp-{path.stem}",
+                                find_mpi())
         assert sim["intra_socket"][1] == pytest.approx(2.0 + 17 / 10000, rel=1e-3), path
     # The root's 7 sends of a linear bcast cost it 1 µs each: the last receiver ends at least
     # 6 µs later than when every send leaves at once (link latency alone).
@@ -97,8 +96,7 @@ def test_send_overheads_serialise_a_linear_broadcast(
 
 @needs_smpi
 def test_calibrate_takes_overheads_from_a_loggp_file_and_keeps_the_pingpong(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], smpi_tools: SmpiTools,
-        smpi_kernel: Path, sim_env: Path) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], sim_env: Path) -> None:
     p2p = tmp_path / "m.p2p.toml"
     p2p.write_text("""
 format = "collbench-p2p"
@@ -123,8 +121,8 @@ G = "0.0001 us/B"
     cluster, _, _ = load_cluster(out)
     level = cluster.levels.intra_socket
     assert (level.send_overhead_us, level.recv_overhead_us) == (0.2, 0.3)
-    sim = simulate_pingpong(cluster, ["intra_socket"], [0, 1024, 1 << 20], smpi_tools.smpirun,
-                            smpi_kernel, smpi_tools.version)
+    sim = simulate_pingpong(cluster, ["intra_socket"], [0, 1024, 1 << 20], tmp_path / "pp",
+                            find_mpi())
     for size, took in sim["intra_socket"].items():
         assert took == pytest.approx(0.8 + size / 9000, rel=0.02), size
     # A file without LogGP tables given as --overheads: one line, exit 2.

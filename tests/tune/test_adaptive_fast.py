@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from collbench.analyse.modeldata import NETWORKS, Shape
 from collbench.cli import main
 from collbench.errors import UserError
+from collbench.models.networks import NETWORKS
 from collbench.models.p2pfile import read_p2p
+from collbench.models.predict import Shape
 from collbench.store import Store
 from collbench.tune.adaptive import Config, PruneModel, RaceConfig, replay
 from collbench.tune.adaptive.evaluate import evaluate

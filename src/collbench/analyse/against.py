@@ -22,17 +22,10 @@ from typing import Any, Final
 
 from collbench.analyse.compare import block_title
 from collbench.analyse.modeldata import (
-    DEFAULT,
-    DEFAULT_NETWORK,
-    NETWORKS,
     CollectiveRow,
-    Network,
     collective_rows,
     machine_shape,
-    modelled,
     pingpong_level,
-    predict_point,
-    topology,
 )
 from collbench.errors import UserError
 from collbench.models import accuracy
@@ -44,7 +37,9 @@ from collbench.models.accuracy import (
     PointError,
     Selection,
 )
+from collbench.models.networks import DEFAULT_NETWORK, NETWORKS, Network
 from collbench.models.p2p import P2PModel
+from collbench.models.predict import DEFAULT, modelled, predict_point, topology
 from collbench.sizes import format_size
 from collbench.store import Store
 from collbench.tables import csv_table

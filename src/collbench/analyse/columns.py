@@ -49,9 +49,7 @@ STATISTICS: Final[dict[str, str]] = {
     "max": "highest over the ok repetitions",
 }
 
-# `--stat NAME` -> the figure it compares (any numeric `<name>_us` metrics key also works).
-STATS: Final[dict[str, str]] = {"avg": "avg_us", "median": "median_us", "min": "min_us",
-                                "max": "max_us", "completion": "completion_us"}
+# `--stat NAME` -> the figure it compares: collbench.points.STATS, the one table.
 
 # Columns of comparisons and summaries: name -> meaning.
 COMPARISON: Final[dict[str, str]] = {

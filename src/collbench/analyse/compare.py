@@ -15,11 +15,9 @@ from dataclasses import asdict, dataclass
 from itertools import groupby
 from typing import Any, Final
 
-from collbench.analyse import columns, dimensions, nonblocking, stability
-from collbench.analyse.rows import COMPARE_STATS as COMPARE_STATS
-from collbench.analyse.rows import STATS as STATS
-from collbench.analyse.rows import context_params as context_params
-from collbench.analyse.rows import fetch, stat_column
+from collbench import points as door
+from collbench.analyse import columns, dimensions, stability
+from collbench.analyse.rows import fetch
 from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median, median_ci, shift_ci
 from collbench.errors import UserError, did_you_mean
 from collbench.store import Store
@@ -188,10 +186,7 @@ def block_title(collective: str, nprocs: int, nodes: int | None, ppn: int | None
         parts.append(f"nodes={nodes} ppn={ppn}")
     parts += [f"map-by={mapping}"] if mapping else []
     parts += [f"bind-to={binding}"] if binding else []
-    try:
-        data = json.loads(params) if params else None
-    except ValueError:
-        data = None
+    data = door.context_of(params) if params else None
     if isinstance(data, dict):  # what --baseline COLUMN=VALUE moved into the context
         parts += [f"{k}={data.pop(k)}" for k in ("mpi", "algorithm") if k in data]
         params = json.dumps(data, sort_keys=True) if data else None
@@ -206,16 +201,15 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
         raise UserError(f"collbench compare: --confidence {confidence:g} is not valid; "
                         "valid: a number between 0 and 1, such as 0.95")
     fetched = fetch(store, collective, nprocs)
-    column = stat_column(stat, fetched)
-    difference = stat in nonblocking.DIFFERENCE_STATS
+    column = door.figure_of(stat, fetched)
+    difference = stat in door.DIFFERENCE_STATS
     chosen = dimensions.resolve(baseline, fetched)
-    groups = _group(dimensions.rewrite(fetched, chosen, _row_label))
-    points = [p for key, rows in groups.items()
-              if (p := _point(key, rows, column, confidence)) is not None]
+    groups = door.pool(dimensions.rewrite(fetched, chosen, _row_label), column)
+    points = [p for g in groups if (p := _point(g, confidence)) is not None]
     if not points:
-        statuses = sorted({str(r["status"]) for rows in groups.values() for r in rows})
+        statuses = sorted({str(r["status"]) for g in groups for r in g.rows})
         what = (f"{column} (a non-blocking figure: only rows of ibcast, iallgather, ... "
-                "have it)" if stat in nonblocking.METRIC_STATS else column)
+                "have it)" if stat in door.NONBLOCKING_STATS else column)
         raise UserError(f"{store.root}: no ok measurements with {what} to compare "
                         f"(statuses present: {', '.join(statuses)}); see collbench show")
     base = (_resolve_baseline(chosen.value, points) if chosen.column == dimensions.ALGORITHM
@@ -225,7 +219,7 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
     best = _best(points, ratios, base, difference)
     # Stability of an overlap percentage is that of the timing behind it (overall_us).
     watched = "overall_us" if difference else column
-    observed = [_observed(key, rows, watched) for key, rows in groups.items()]
+    observed = [_observed(g, watched) for g in groups]
     warnings = stability.check(observed, column, confidence, _cores(store))
     if missing:
         warnings.append(stability.StabilityWarning(
@@ -245,23 +239,6 @@ def _row_label(row: dict[str, Any]) -> str:
                            int(row["fanout"] or 0))
 
 
-# --- reading --------------------------------------------------------------------------
-PointKey = tuple[str, int, int | None, int | None, str | None, str | None, str | None, str,
-                 int, int, int]
-
-
-def _group(rows: Sequence[dict[str, Any]]) -> dict[PointKey, list[dict[str, Any]]]:
-    out: dict[PointKey, list[dict[str, Any]]] = {}
-    for r in rows:
-        key: PointKey = (str(r["collective"]), int(r["nprocs"] or 0), r["nodes"], r["ppn"],
-                         r["mapping"], r["binding"],
-                         context_params(r["params"], r.get("metrics")),
-                         str(r["algorithm"]), int(r["segsize"] or 0), int(r["fanout"] or 0),
-                         int(r["size_bytes"] or 0))
-        out.setdefault(key, []).append(r)
-    return out
-
-
 def _cores(store: Store) -> int | None:
     try:
         cores = store.provenance().get("cores")
@@ -271,17 +248,19 @@ def _cores(store: Store) -> int | None:
 
 
 # --- statistics per point, ratio, best --------------------------------------------------
-def _point(key: PointKey, rows: Sequence[dict[str, Any]], column: str,
-           confidence: float) -> PointStat | None:
-    ok = [r for r in rows if r["status"] == "ok" and r[column] is not None]
-    if not ok:
+def _point(group: door.Point, confidence: float) -> PointStat | None:
+    if not group.values:
         return None
-    ok.sort(key=lambda r: (r["repetition"] is None, r["repetition"] or 0, r["launch_id"] or ""))
-    values = tuple(float(r[column]) for r in ok)
+    ident = dict(zip(door.IDENTITY, group.key, strict=True))
+    values = group.values
+    ok = [r for r in group.rows if r["status"] == "ok"]
     ci = median_ci(values, confidence)
     mins = [float(r["min_us"]) for r in ok if r["min_us"] is not None]
     maxs = [float(r["max_us"]) for r in ok if r["max_us"] is not None]
-    return PointStat(*key, n=len(values), value=median(values),
+    return PointStat(ident["collective"], ident["nprocs"], ident["nodes"], ident["ppn"],
+                     ident["mapping"], ident["binding"], ident["context"],
+                     str(ident["algorithm"]), ident["segsize"], ident["fanout"],
+                     ident["size_bytes"], n=len(values), value=median(values),
                      ci_low=ci.low if ci else None, ci_high=ci.high if ci else None,
                      values=values, min_us=min(mins) if mins else None,
                      max_us=max(maxs) if maxs else None,
@@ -406,11 +385,13 @@ def _fallback(b: Best) -> bool:
     return b.note == "no significant difference"
 
 
-def _observed(key: PointKey, rows: Sequence[dict[str, Any]],
-              column: str) -> stability.Observed:
-    ok = sorted((r for r in rows if r["status"] == "ok" and r[column] is not None),
-                key=lambda r: (r["repetition"] or 0, r["launch_id"] or ""))
+def _observed(group: door.Point, column: str) -> stability.Observed:
+    ident = dict(zip(door.IDENTITY, group.key, strict=True))
+    ok = [r for r in group.rows if r["status"] == "ok" and r[column] is not None]
+    title = block_title(ident["collective"], ident["nprocs"], ident["nodes"], ident["ppn"],
+                        ident["mapping"], ident["binding"], ident["context"])
     return stability.Observed(
-        block=block_title(*key[:7]), label=algorithm_label(key[7], key[8], key[9]),
-        size_bytes=key[10], nprocs=key[1], nodes=key[2], ppn=key[3],
-        values=tuple(float(r[column]) for r in ok), rows=tuple(rows))
+        block=title, label=algorithm_label(ident["algorithm"], ident["segsize"],
+                                           ident["fanout"]),
+        size_bytes=ident["size_bytes"], nprocs=ident["nprocs"], nodes=ident["nodes"],
+        ppn=ident["ppn"], values=tuple(float(r[column]) for r in ok), rows=group.rows)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from collbench import points
 from collbench.errors import UserError, did_you_mean
 
 ALGORITHM: Final = "algorithm"
@@ -56,13 +57,8 @@ def mpi_label(row: dict[str, Any]) -> str | None:
 
 def _params(row: dict[str, Any]) -> dict[str, Any]:
     raw = row.get("params")
-    if not raw:
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return {"params": raw}
-    return data if isinstance(data, dict) else {"params": raw}
+    data = points.context_of(raw)
+    return data if data is not None else {"params": raw}
 
 
 def value_of(row: dict[str, Any], column: str) -> str:
@@ -126,30 +122,39 @@ def several_mpis(rows: Sequence[dict[str, Any]]) -> bool:
 
 def rewrite(rows: Sequence[dict[str, Any]], baseline: Baseline,
             label: Any) -> list[dict[str, Any]]:
-    """Rows whose "algorithm" is the variant of `baseline.column`.
+    """Rows (collbench.points.read) whose "algorithm" is the variant of `baseline.column`.
 
-    `label(row)` spells the row's algorithm label; it joins the context (params), and the
-    column's own value leaves it. Where several MPIs were measured and they are not the
-    variants, each MPI is a context of its own: rows of two MPIs never pool."""
+    `label(row)` spells the row's algorithm label; it joins the context, and the column's
+    own value leaves it (and the point identity). Where several MPIs were measured and they
+    are not the variants, each MPI is a context of its own: rows of two MPIs never pool."""
     by_mpi = several_mpis(rows) and baseline.column not in ("mpi", "mpi_version")
     if baseline.column == ALGORITHM and not by_mpi:
         return list(rows)
     out = []
     for r in rows:
-        params = _params(r)
+        ctx = _context(r)
         new = dict(r)
         if by_mpi:
-            params["mpi"] = mpi_label(r)
+            ctx["mpi"] = mpi_label(r)
         if baseline.column != ALGORITHM:
             new.update(algorithm=value_of(r, baseline.column), segsize=0, fanout=0)
-            params["algorithm"] = label(r)
+            ctx["algorithm"] = label(r)
             if baseline.column in ROW_COLUMNS:
                 if baseline.column in ("mapping", "binding", "nodes", "ppn"):
                     new[baseline.column] = None
+                elif baseline.column in ("mpi", "mpi_version"):  # the variant, not identity
+                    new.update(mpi=None, mpi_version=None)
             else:
                 table, key = baseline.column.split(".", 1)
                 for t in (table, "swept"):  # a swept MCA value is in both tables
-                    params[t] = {k: v for k, v in (params.get(t) or {}).items() if k != key}
-        new["params"] = json.dumps({k: v for k, v in params.items() if v}, sort_keys=True)
+                    ctx[t] = {k: v for k, v in (ctx.get(t) or {}).items() if k != key}
+        kept = {k: v for k, v in ctx.items() if v}
+        new["context"] = json.dumps(kept, sort_keys=True) if kept else None
         out.append(new)
     return out
+
+
+def _context(row: dict[str, Any]) -> dict[str, Any]:
+    raw = row.get("context")
+    data = points.context_of(raw)
+    return data if data is not None else {"params": raw}

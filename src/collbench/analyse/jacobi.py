@@ -16,15 +16,16 @@ measured MLUP/s (median over repetitions). error_pct = (predicted - measured) / 
 from __future__ import annotations
 
 import itertools
-import json
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from collbench.analyse.modeldata import Shape, machine_shape, topology
+from collbench import points
+from collbench.analyse.modeldata import machine_shape
 from collbench.apps.jacobi_model import BYTES_PER_VALUE, comm_time, directions, predict_mlups
 from collbench.errors import UserError
 from collbench.models.p2p import P2PModel
+from collbench.models.predict import Shape, topology
 from collbench.store import Store
 
 APP: Final = "jacobi"
@@ -77,23 +78,13 @@ def halo_level(dims: list[int], nprocs: int, nodes: int | None, ppn: int | None,
 
 
 def _rows(store: Store) -> list[dict[str, Any]]:
-    con = store.connect()
-    try:
-        cur = con.execute(
-            "SELECT nprocs, nodes, ppn, mapping, metrics FROM measurements "
-            "WHERE collective = ? AND source = 'program' AND status = 'ok' "
-            "AND metrics IS NOT NULL", [APP])
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    return [{k: r[k] for k in ("nprocs", "nodes", "ppn", "mapping", "metrics")}
+            for r in points.read(store, collective=APP, ok=True)
+            if r["source"] == "program" and r["metrics"] is not None]
 
 
 def _metrics(row: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        m = json.loads(row["metrics"])
-    except (TypeError, ValueError):
-        return None
+    m = points.metrics_of(row["metrics"])
     needed = ("L", "dims", "mlups", "ts_us")
     if not isinstance(m, dict) or not all(isinstance(m.get(k), int | float | list)
                                           for k in needed):

@@ -1,5 +1,5 @@
-"""Results folders in and out of the models: ping-pong rows to point-to-point fits,
-collective rows to fitted per-algorithm models and regressions, predictions to rows.
+"""Results folders into the models (the reading side): ping-pong rows to point-to-point
+fits, collective rows to fitted per-algorithm models and regressions.
 
 - `read_pingpongs(store)`: ping-pong rows (collective `latency`, measured or ingested) as
   `models.p2p.PingPong`, each placed on a level from its own mapping, nodes and ppn (ranks 0
@@ -7,47 +7,38 @@ collective rows to fitted per-algorithm models and regressions, predictions to r
   sockets of a node; `node`, or any mapping on 2 nodes, on two nodes) and labelled with its
   transport/MCA setting (the row's `params` MCA and environment settings, never mixed);
 - `fit_p2p(store)`: one `P2PModel` per transport setting;
-- `collective_points(store)`: collective rows, median over repetitions, with the topology
-  they ran on (shape of the machine from the folder's provenance or SimGrid platform);
-- `prediction_rows(...)`: predicted latencies as tidy rows (`source = backend = "model"`)
-  that every other command reads like measurements; "default" is predicted as the algorithm
-  Open MPI 5.0's fixed decision rules pick.
+- `collective_rows(store)`: collective rows, median over repetitions, with the placement
+  they ran on; `machine_shape(store)`: the machine's `models.predict.Shape` (from the
+  folder's SimGrid platform or provenance);
+- `p2p_rows(model)`: a p2p model as a table.
+
+Predicting (a point, the rows of `model predict`) is `models.predict`, which reads no
+folder.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Sequence
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
+from collbench import points
 from collbench.analyse.compare import algorithm_label
-from collbench.catalog import ompi_decisions
-from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
 from collbench.errors import UserError, choice_error
-from collbench.models.algorithms import ALGORITHMS, Sends, detail
-from collbench.models.p2p import DEFAULT_TRANSPORT, P2PModel, PingPong, fit_model
-from collbench.models.topology import MAPPINGS, Topology
-from collbench.records import make_row
+from collbench.models.p2p import P2PModel, PingPong, fit_model
+from collbench.models.predict import Shape, topology
+from collbench.models.topology import MAPPINGS
+from collbench.platforms.calibrate import Points
+from collbench.platforms.placement import LEVEL_OF_MAPPING
 from collbench.store import Store
 
-MODEL_SOURCE: Final = "model"
-DEFAULT: Final = "default"
-DECISIONS_VERSION: Final = "5.0"
 PINGPONG: Final = ("latency", "bw")
 
 
 # --- the machine --------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Shape:
-    """Sockets per node and cores per socket of the machine a folder ran on (None: not
-    known; enough cores for the ranks per node are assumed)."""
-
-    sockets: int = 2
-    cores_per_socket: int | None = None
-
 
 def machine_shape(store: Store) -> Shape:
     """The SimGrid platform's shape, else the measuring host's (provenance), else 2 sockets."""
@@ -67,40 +58,13 @@ def machine_shape(store: Store) -> Shape:
     return Shape()
 
 
-def topology(nprocs: int, nodes: int | None, ppn: int | None, mapping: str | None,
-             shape: Shape = Shape(), where: str = "topology") -> Topology:
-    """Where the ranks of one measurement sat (oversubscribed ranks share cores)."""
-    nodes = nodes if nodes and nodes > 0 else 1
-    mapping = mapping or ("node" if nodes > 1 else "core")
-    if mapping not in MAPPINGS:
-        raise choice_error(where, "mapping", mapping, MAPPINGS)
-    ppn = ppn if ppn and ppn > 0 else -(-nprocs // nodes)
-    ppn = max(ppn, -(-nprocs // nodes))
-    sockets = max(1, shape.sockets)
-    cores = max(shape.cores_per_socket or 1, -(-ppn // sockets))
-    return Topology(nprocs, nodes, ppn, sockets, cores, mapping)
-
-
 # --- ping-pong rows -----------------------------------------------------------------------
 
 def transport_label(params: str | None) -> str:
     """The transport/MCA setting of a row: its MCA and environment settings ("btl=self,sm"),
     without the ones that only force algorithms and without suite metadata; "default" when
     there are none."""
-    if not params:
-        return DEFAULT_TRANSPORT
-    try:
-        data = json.loads(params)
-    except ValueError:
-        return params
-    if not isinstance(data, dict):
-        return params
-    parts = []
-    for key, forcing in (("mca", is_forcing_mca), ("env", is_forcing_env)):
-        table = data.get(key) or {}
-        if isinstance(table, dict):
-            parts += [f"{k}={v}" for k, v in sorted(table.items()) if not forcing(k)]
-    return " ".join(parts) or DEFAULT_TRANSPORT
+    return points.transport(points.context(params))
 
 
 def pingpong_level(mapping: str | None, nodes: int | None, ppn: int | None,
@@ -127,22 +91,18 @@ class PingPongs:
 
 def read_pingpongs(store: Store) -> PingPongs:
     """Ping-pong rows of a folder, placed on levels and labelled by transport setting."""
-    con = store.connect()
-    try:
-        rows = con.execute(
-            "SELECT collective, mapping, nodes, ppn, params, size_bytes, avg_us, bandwidth_mbs "
-            "FROM measurements WHERE collective IN ('latency', 'bw') AND status = 'ok' "
-            "AND (nprocs IS NULL OR nprocs = 2)").fetchall()
-    finally:
-        con.close()
+    rows = [(r["collective"], r["mapping"], r["nodes"], r["ppn"], r["context"],
+             r["size_bytes"], r["avg_us"], r["bandwidth_mbs"])
+            for r in points.read(store, collectives=PINGPONG, ok=True)
+            if r["nprocs"] is None or r["nprocs"] == 2]
     out = PingPongs([], {})
     skipped = 0
-    for coll, mapping, nodes, ppn, params, size, avg, bw in rows:
+    for coll, mapping, nodes, ppn, ctx, size, avg, bw in rows:
         level = pingpong_level(mapping, nodes, ppn, str(store.root))
         if level is None:
             skipped += 1
             continue
-        transport = transport_label(params)
+        transport = points.transport(ctx)
         if coll == "bw":
             if bw is not None and bw > 0 and size:
                 best = out.bandwidth.get((level, transport))
@@ -239,187 +199,35 @@ class CollectiveRow:
         return " ".join(parts) or "default placement"
 
 
-STAT_COLUMNS: Final = {"avg": "avg_us", "median": "median_us", "min": "min_us",
-                       "max": "max_us"}
+# What the model readers keep of a point's identity: one MPI and one setting per point
+# (a folder that sweeps an MCA parameter or holds two MPIs is refused, not merged).
+MODEL_KEEP: Final = tuple(f for f in points.IDENTITY if f not in ("mpi", "context"))
 
 
 def collective_rows(store: Store, stat: str = "avg", collective: str | None = None,
-                    pingpong: bool = False) -> list[CollectiveRow]:
+                    pingpong: bool = False, reader: str = "the models") -> list[CollectiveRow]:
     """Every point of the folder (collectives; ping-pongs only with pingpong=True)."""
-    if stat not in STAT_COLUMNS:
-        raise choice_error("models", "--stat", stat, STAT_COLUMNS)
-    col = STAT_COLUMNS[stat]
-    con = store.connect()
-    try:
-        rows = con.execute(
-            "SELECT collective, algorithm, coalesce(segsize, 0), coalesce(fanout, 0), nprocs, "
-            f"nodes, ppn, mapping, size_bytes, median({col}) FROM measurements "
-            f"WHERE status = 'ok' AND {col} IS NOT NULL AND {col} > 0 "
-            "GROUP BY ALL ORDER BY ALL").fetchall()
-    finally:
-        con.close()
-    out = [CollectiveRow(str(c), str(a), int(s), int(f), int(n), nd, pp, m, int(b), float(v))
-           for c, a, s, f, n, nd, pp, m, b, v in rows]
-    return [r for r in out if (pingpong or r.collective not in PINGPONG)
-            and (collective is None or r.collective == collective)]
+    if stat not in points.COLUMN_STATS:
+        raise choice_error("models", "--stat", stat, points.COLUMN_STATS)
+    col = points.COLUMN_STATS[stat]
+    rows = [r for r in points.read(store, collective=collective, ok=True)
+            if r[col] is not None and r[col] > 0
+            and (pingpong or r["collective"] not in PINGPONG)]
+    points.narrow(rows, MODEL_KEEP, str(store.root), reader)
+    out = []
+    for p in points.pool(rows, col, MODEL_KEEP, positive=True):
+        f = dict(zip(MODEL_KEEP, p.key, strict=True))
+        out.append(CollectiveRow(str(f["collective"]), str(f["algorithm"]), f["segsize"],
+                                 f["fanout"], f["nprocs"], f["nodes"], f["ppn"], f["mapping"],
+                                 f["size_bytes"], p.median))
+    return sorted(out, key=lambda r: (r.collective, r.algorithm, r.segsize, r.fanout,
+                                      r.nprocs, *_last(r.nodes), *_last(r.ppn),
+                                      *_last(r.mapping), r.size_bytes, r.value_us))
 
 
-def modelled(collective: str, algorithm: str) -> bool:
-    return algorithm in ALGORITHMS.get(collective, ()) or (
-        algorithm == DEFAULT and collective in ALGORITHMS
-        and ompi_decisions.has_fixed_decision(DECISIONS_VERSION, collective))
-
-
-def default_algorithm(collective: str, nprocs: int, size: int) -> str:
-    """What Open MPI 5.0's fixed decision rules run for "default"."""
-    d = ompi_decisions.decide_osu(DECISIONS_VERSION, collective, nprocs, size)
-    return ompi_decisions.algorithm_name(DECISIONS_VERSION, collective, d.algorithm_id)
-
-
-@dataclass(frozen=True)
-class Network:
-    """How messages share time (models.algorithms.simulate): `overlap` latencies, transfers
-    that wait for the receive (`matched`), sends of `rendezvous` bytes or more that wait
-    for their receiver."""
-
-    name: str
-    overlap: bool
-    rendezvous: int | None = None
-    matched: bool = False
-    shared: bool = False
-    loop: bool = False  # time as OSU's loop does: from each rank's exit of the barrier
-
-    @property
-    def sends(self) -> Sends:
-        return Sends(self.overlap, self.rendezvous, self.matched, self.shared)
-
-
-NETWORKS: Final = {
-    # Open MPI over shared memory / a NIC: eager sends leave at once and overlap their
-    # latency; from the sm BTL's eager limit on, a rendezvous
-    "mpi": Network("mpi", True, 4096),
-    # SimGrid SMPI: both sides matched before any transfer; detached (non-waiting) sends
-    # below smpi/send-is-detached-thresh; concurrent flows share links (models.fluid)
-    "smpi": Network("smpi", True, 65536, True, shared=True, loop=True),
-    # whole transfers one after another per rank, Pjesivac-Grbovic-style (γ_k = k)
-    "serial": Network("serial", False),
-}
-DEFAULT_NETWORK: Final = "mpi"
-
-
-def network(name: str) -> Network:
-    if name not in NETWORKS:
-        raise choice_error("models", "--network", name, NETWORKS)
-    return NETWORKS[name]
-
-
-# Composite algorithms run the communicator's own collectives: what the fixed decision
-# rules pick at the inner message size, unsegmented; a chain gets fanout 1 (a pipeline).
-_COMPOSITES: Final = {("allreduce", "nonoverlapping"): (("reduce", 1), ("bcast", 1)),
-                      ("allgather", "linear"): (("gather", 1), ("bcast", 0))}
-
-
-def inner_algorithms(collective: str, algorithm: str, nprocs: int,
-                     size: int) -> dict[str, str] | None:
-    """The inner algorithms a composite runs under Open MPI's fixed decision rules (the
-    bcast of allgather linear carries all P blocks); None for other algorithms."""
-    parts = _COMPOSITES.get((collective, algorithm))
-    if parts is None or nprocs < 2:
-        return None
-    out = {}
-    for inner, per_rank in parts:
-        name = default_algorithm(inner, nprocs, size if per_rank else size * nprocs)
-        out[inner] = "pipeline" if name == "chain" else name
-    return out
-
-
-def predict_point(model: P2PModel, topo: Topology, collective: str, algorithm: str,
-                  size: int, segsize: int = 0, fanout: int = 0,
-                  net: Network = NETWORKS[DEFAULT_NETWORK]) -> tuple[float, float, float]:
-    """(avg over ranks, min, max) predicted latency in µs."""
-    alg = algorithm
-    if algorithm == DEFAULT:  # the rules' choice, run with fanout 0: a chain is a pipeline
-        alg = default_algorithm(collective, topo.nprocs, size)
-        alg = "pipeline" if alg == "chain" and collective in ("bcast", "reduce") else alg
-    # the barrier between iterations: the fixed rules' one, or the barrier being measured
-    barrier = None if not net.loop or topo.nprocs < 2 else alg if collective == "barrier" \
-        else default_algorithm("barrier", topo.nprocs, 0)
-    inner = inner_algorithms(collective, alg, topo.nprocs, size)
-    pred = detail(model, topo, collective, alg, size, segsize=segsize, barrier=barrier,
-                  inner=inner,
-                  fanout=fanout or None, radix=fanout or None, overlap=net.overlap,
-                  rendezvous=net.rendezvous, matched=net.matched, shared=net.shared)
-    return pred.avg_us, pred.min_us, pred.max_us
-
-
-# --- predictions as rows ------------------------------------------------------------------
-
-def resolve_algorithms(collective: str, requested: str) -> list[str]:
-    """'all' (default plus every modelled algorithm) or a comma list, checked."""
-    if collective not in ALGORITHMS:
-        raise choice_error("--collective", "collective", collective, ALGORITHMS)
-    valid = (DEFAULT, *ALGORITHMS[collective])
-    if requested.strip() == "all":
-        return list(valid)
-    names = [a.strip() for a in requested.split(",") if a.strip()]
-    if not names:
-        raise UserError(f"--algorithms {requested!r} is not valid; valid: all, or a comma "
-                        f"list of {', '.join(valid)}")
-    for name in names:
-        if name not in valid:
-            raise choice_error(f"--algorithms ({collective})", "algorithm", name, valid)
-    return list(dict.fromkeys(names))
-
-
-@dataclass(frozen=True)
-class Predicted:
-    rows: list[dict[str, Any]]
-    notes: list[str]
-
-
-def prediction_rows(model: P2PModel, collective: str, algorithms: Sequence[str],
-                    topo: Topology, sizes: Iterable[int], *, campaign: str, launch_id: str,
-                    model_name: str, explicit: bool = True,
-                    net: Network = NETWORKS[DEFAULT_NETWORK]) -> Predicted:
-    """Predicted rows, one per algorithm and size. An algorithm that cannot run at this
-    process count is an error when named (`explicit`), else left out with a note."""
-    nodes_used = len({p.node for p in topo.places})
-    per_node: dict[int, int] = {}
-    for p in topo.places:
-        per_node[p.node] = per_node.get(p.node, 0) + 1
-    rows: list[dict[str, Any]] = []
-    notes: list[str] = []
-    sizes = sorted(set(sizes))
-    for alg in algorithms:
-        try:
-            got = [(s, predict_point(model, topo, collective, alg, s, net=net))
-                   for s in sizes]
-        except UserError as e:
-            if explicit:
-                raise
-            notes.append(f"{collective} {alg} at np={topo.nprocs} left out: {e}")
-            continue
-        ident = 0 if alg == DEFAULT else ompi_decisions.ALGORITHMS[collective].index(alg) + 1
-        for size, (avg, lo, hi) in got:
-            metrics: dict[str, Any] = {"model": model_name, "stat": "avg over ranks",
-                                       "network": net.name}
-            if alg == DEFAULT:
-                metrics["runs"] = default_algorithm(collective, topo.nprocs, size)
-            rows.append(make_row(
-                campaign=campaign, launch_id=launch_id, repetition=0, backend=MODEL_SOURCE,
-                source=MODEL_SOURCE, mpi="openmpi", mpi_version=DECISIONS_VERSION,
-                collective=collective, algorithm=alg, algorithm_id=ident, segsize=0,
-                fanout=0, selection="none", params="{}", nprocs=topo.nprocs,
-                nodes=nodes_used, ppn=max(per_node.values()), mapping=topo.mapping,
-                binding=None, size_bytes=size, iterations=1, warmup=0,
-                avg_us=_round(avg), min_us=_round(lo), max_us=_round(hi),
-                median_us=_round(avg), metrics=json.dumps(metrics, sort_keys=True),
-                validated=None, status="ok", error=None))
-    return Predicted(rows, notes)
-
-
-def _round(v: float) -> float:
-    return float(f"{v:.6g}") if math.isfinite(v) else v
+def _last(value: Any) -> tuple[bool, Any]:
+    """A sort key putting None last (as SQL's ORDER BY does)."""
+    return (value is None, value if value is not None else 0)
 
 
 # --- a p2p model as a table ---------------------------------------------------------------
@@ -457,3 +265,51 @@ def _ci(ci: tuple[float, float] | None, scale: float, fmt: str) -> str | None:
         return None
     lo, hi = (v * scale for v in ci)
     return f"[{fmt.format(lo)}, {fmt.format(hi) if math.isfinite(hi) else 'inf'}]"
+
+
+# --- ping-pong medians for a platform -----------------------------------------------------
+
+def pingpong_medians(results: Path) -> tuple[dict[str, Points], list[str]]:
+    """Median one-way latency per level and size from a results folder, and notes (what
+    `platform calibrate` fits a platform to: one MPI and one transport setting per point)."""
+    found = [r for r in points.read(Store(results), collectives=PINGPONG, ok=True)
+             if r["avg_us"] is not None]
+    points.narrow(found, MODEL_KEEP, str(results), "platform calibrate")
+    rows = [(r["mapping"], r["nodes"], r["size_bytes"], r["avg_us"], r["collective"])
+            for r in found]
+    notes: list[str] = []
+    by_level: dict[str, dict[int, list[float]]] = {}
+    skipped_bw = skipped_one_node = 0
+    for mapping, nodes, size, avg, coll in rows:
+        if coll == "bw":
+            skipped_bw += 1
+            continue
+        if mapping is None:
+            if not nodes or nodes < 2:
+                raise UserError(f"{results}: latency rows without a mapping; ingest OSU files "
+                                "with --mapping core|socket|node (or --nodes 2 for inter-node)")
+            mapping = "node"
+        if mapping not in LEVEL_OF_MAPPING:
+            raise UserError(f"{results}: latency rows with mapping {mapping!r} cannot be "
+                            f"placed on a level; valid: {', '.join(LEVEL_OF_MAPPING)}")
+        if mapping == "node" and nodes is not None and nodes < 2:
+            skipped_one_node += 1  # --map-by node inside one machine: not inter-node
+            continue
+        by_level.setdefault(LEVEL_OF_MAPPING[mapping], {}).setdefault(int(size), []).append(
+            float(avg))
+    if skipped_bw:
+        notes.append(f"{skipped_bw} bw rows not used: the platform is fitted to ping-pong "
+                     "latency (osu_bw's streaming bandwidth is usually higher)")
+    if skipped_one_node:
+        notes.append(f"{skipped_one_node} latency rows with --map-by node on one node skipped "
+                     "(not an inter-node ping-pong)")
+    if not by_level:
+        raise UserError(f"{results}: no ok latency rows; measure ping-pongs first (collective "
+                        "\"latency\", map_by core/socket/node) or ingest osu_latency files")
+    measured = {lv: {s: statistics.median(v) for s, v in sorted(pts.items())}
+                for lv, pts in by_level.items()}
+    for lv, pts in measured.items():
+        if len(pts) < 2:
+            raise UserError(f"{results}: {lv} ping-pong at one size only; a latency/"
+                            "bandwidth fit needs at least two sizes")
+    return measured, notes

@@ -9,17 +9,11 @@ other settings are other experiments: `setting` turns them into part of the cont
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-# Per-repetition figures `compare --stat` can use from metrics: stat name -> metric key.
-METRIC_STATS: Final = {"overall": "overall_us", "pure": "pure_us", "overlap_pct": "overlap_pct"}
-# Statistics where more is better and the effect is a difference (percentage points), not
-# a ratio: an overlap of 0 % is common and a ratio to it means nothing.
-DIFFERENCE_STATS: Final = frozenset({"overlap_pct"})
-# The settings that make two non-blocking points different experiments.
-SETTING_KEYS: Final = ("test_calls", "compute")
+from collbench.points import SETTING_KEYS, metrics_of
+
 # Figures `show` prints for non-blocking rows (means over ok repetitions).
 SHOW_FIGURES: Final = ("overall_us", "compute_us", "test_us", "wait_us", "pure_us",
                        "overlap_pct", "max_hidden_pct")
@@ -27,13 +21,7 @@ SHOW_FIGURES: Final = ("overall_us", "compute_us", "test_us", "wait_us", "pure_u
 
 def parse_metrics(metrics: str | None) -> dict[str, Any]:
     """The metrics JSON of a row as a dict ({} when absent or not an object)."""
-    if not metrics:
-        return {}
-    try:
-        data = json.loads(metrics)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    return metrics_of(metrics)
 
 
 def setting(metrics: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,9 +8,11 @@ baseline; `min_min_us`/`max_max_us` the fastest/slowest rank over all repetition
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+from collbench import points
 from collbench.analyse import columns
 from collbench.analyse.compare import block_title, compare
 from collbench.analyse.dimensions import mpi_label
@@ -20,7 +22,8 @@ from collbench.sizes import format_size
 from collbench.store import Store
 from collbench.tables import render
 
-GROUP: Final = ("collective", "nprocs", "nodes", "ppn", "mapping", "binding", "params", "mpi",
+# The point identity (collbench.points.IDENTITY) and the MPI's version, for the columns.
+GROUP: Final = ("collective", "nprocs", "nodes", "ppn", "mapping", "binding", "context", "mpi",
                 "mpi_version", "algorithm", "segsize", "fanout", "size_bytes")
 # (statistic, figure) of each pooled column of the table, in order.
 POOLED: Final = (("median", "avg_us"), ("min", "min_us"), ("max", "max_us"),
@@ -34,10 +37,6 @@ TAIL: Final = ("iterations", "reps", "status")
 
 def _name(stat: str, figure: str) -> str:
     return columns.point_column(stat, figure)
-
-
-def _metric(key: str) -> str:
-    return f"TRY_CAST(json_extract_string(metrics, '$.{key}') AS DOUBLE)"
 
 
 def _filters(collective: str | None, algorithm: str | None,
@@ -57,7 +56,7 @@ def aggregate(store: Store, collective: str | None = None, algorithm: str | None
     group = ", ".join(GROUP)
     pooled = [f"{stat}({fig}) FILTER (status = 'ok') AS {_name(stat, fig)}"
               for stat, fig in POOLED]
-    pooled += [f"median({_metric(k)}) FILTER (status = 'ok') AS {_name('median', k)}"
+    pooled += [f"median(\"{k}\") FILTER (status = 'ok') AS {_name('median', k)}"
                for k in METRIC_FIGURES]
     settings = [f"json_extract_string(metrics, '$.{k}') AS {k}" for k in NB_SETTINGS]
     sql = f"""
@@ -65,13 +64,13 @@ def aggregate(store: Store, collective: str | None = None, algorithm: str | None
                max(iterations) AS iterations,
                count(*) FILTER (status = 'ok') AS reps,
                string_agg(DISTINCT status, ',' ORDER BY status) AS status
-        FROM measurements{where}
+        FROM {points.VIEW}{where}
         GROUP BY {group}, test_calls, compute
-        ORDER BY collective, nprocs, nodes, ppn, mapping, binding, params, mpi, mpi_version,
+        ORDER BY collective, nprocs, nodes, ppn, mapping, binding, context, mpi, mpi_version,
                  algorithm, segsize, fanout, TRY_CAST(test_calls AS BIGINT) NULLS FIRST,
                  compute NULLS FIRST, size_bytes
     """
-    con = store.connect()
+    con = points.connect(store)
     try:
         cur = con.execute(sql, args)
         names = [d[0] for d in cur.description]
@@ -118,9 +117,11 @@ def _blocks(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, An
     several = len({(r["mpi"], r["mpi_version"]) for r in rows}) > 1
     out: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        params = r["params"] if r["params"] and '"swept": {}' not in r["params"] else None
+        # the non-blocking settings have columns of their own here
+        ctx = {k: v for k, v in (points.context_of(r["context"]) or {}).items()
+               if k != "nonblocking" and v}
         key = block_title(r["collective"], r["nprocs"], r["nodes"], r["ppn"], r["mapping"],
-                          r["binding"], params)
+                          r["binding"], json.dumps(ctx, sort_keys=True) if ctx else None)
         if several:
             key += f" mpi={mpi_label(r)}"  # the key (openmpi-5.0.11), format 1 rows too
         out.setdefault(key, []).append(r)

@@ -20,6 +20,11 @@ _ENV: Final = re.compile(
     r"|MPIR_CVAR_\w+_INTRA_ALGORITHM|MPIR_CVAR_DEVICE_COLLECTIVES|MPIR_CVAR_COLLECTIVE_FALLBACK")
 
 
+# The transport label of a launch that sets no MCA parameter or environment variable (the
+# point-to-point models and the read door both name it; numpy-free here).
+DEFAULT_TRANSPORT: Final = "default"
+
+
 def is_forcing_mca(name: str) -> bool:
     return _MCA.fullmatch(name) is not None
 

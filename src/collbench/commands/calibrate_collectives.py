@@ -9,6 +9,11 @@ ports, the same collectives, algorithms, sizes, process counts and placements), 
 candidate whose simulation is closest to REAL (median absolute error of `compare
 --against`) is kept. Candidates: the --overheads file's values scaled by SCALES, or, without
 one, FRACTIONS of each level's latency split evenly between sender and receiver.
+
+Every simulation is a campaign kept under the command's folder (Folders): candidate-<i>/
+holds that candidate's ping-pong simulations (pingpong-<k>) and its collectives. The
+candidate's platform is given as --platform is (its [calibration] summary, which carries
+the date, left out), so a resumed run checks it is the same description.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from pathlib import Path
 from typing import Final
 
 from collbench.analyse.against import against, read_points
-from collbench.campaign import Request, SpecSource, open_campaign
-from collbench.catalog.mpi import find_mpi
+from collbench.campaign import SpecSource
+from collbench.catalog.mpi import MpiInstall
+from collbench.commands.results_folder import check_platform, measure
 from collbench.errors import UserError
 from collbench.models.accuracy import Key
 from collbench.platforms.calibrate import Calibration, Overheads, hockney
@@ -72,8 +78,9 @@ def collective_points(real: Path, cores: int) -> dict[Key, float]:
     return points
 
 
-def spec_for(points: Mapping[Key, float], platform: Path) -> str:
-    """A SimGrid campaign over the points' collectives, algorithms, sizes, counts, maps."""
+def spec_for(points: Mapping[Key, float]) -> str:
+    """A SimGrid campaign over the points' collectives, algorithms, sizes, counts, maps (the
+    platform is given apart)."""
     algs: dict[str, set[str]] = {}
     for k in points:
         algs.setdefault(k.collective, set()).add(k.algorithm)
@@ -84,37 +91,57 @@ def spec_for(points: Mapping[Key, float], platform: Path) -> str:
              f"map_by = {json.dumps(sorted({k.mapping for k in points}))}",
              "iterations = 2", "warmup = 1", "[measure.algorithms]"]
     lines += [f"{json.dumps(c)} = {json.dumps(sorted(a))}" for c, a in sorted(algs.items())]
-    lines += ["[run]", 'backend = "simgrid"', "[run.simgrid]",
-              f"platform = {json.dumps(str(platform))}"]
+    lines += ["[run]", 'backend = "simgrid"']
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class Folders:
+    """Where the candidates' campaigns go: root/candidate-<i>/ (ping-pongs, collectives)."""
+
+    root: Path
+    mpi: MpiInstall
+    resume: bool = False
+
+    def candidate(self, i: int) -> Path:
+        return self.root / f"candidate-{i}"
+
+
+def simulate_collectives(points: Mapping[Key, float], result: Calibration, label: str,
+                         folder: Path, where: Folders) -> dict[Key, float]:
+    """REAL's points simulated on the candidate's platform, as a campaign in `folder`."""
+    source = SpecSource.from_text(spec_for(points),
+                                  f"platform calibrate --collectives ({label})")
+    # without the [calibration] summary: it holds the date, and a resume compares texts
+    text = cluster_toml(result.cluster.model_copy(update={"calibration": {}}))
+    check_platform(folder, text, where.resume)
+    with tempfile.TemporaryDirectory(prefix="collbench-calibrate-") as tmp, \
+            open(os.devnull, "w") as quiet:
+        platform = Path(tmp) / "platform.toml"  # the campaign keeps its own copy
+        platform.write_text(text)
+        measure(source, where.mpi, folder, where.resume, platform=str(platform),
+                progress=quiet)
+    return read_points(Store(folder))
+
+
 def fit(real: Path, measured: Mapping[str, Mapping[int, float]], given: Overheads,
-        calibrate_with: Callable[[Overheads], Calibration]
+        calibrate_with: Callable[[Overheads, Path], Calibration], where: Folders
         ) -> tuple[Calibration, list[Trial], int]:
     """The calibration whose simulated collectives are closest to REAL's; every trial; the
-    index of the chosen one."""
+    index of the chosen one. `calibrate_with(overheads, folder)` keeps its ping-pong
+    simulations in `folder`."""
     trials: list[Trial] = []
     results: list[Calibration] = []
-    mpi = find_mpi()
-    with tempfile.TemporaryDirectory(prefix="collbench-calibrate-") as tmp_name, \
-            open(os.devnull, "w") as quiet:
-        tmp = Path(tmp_name)
-        for i, (label, over) in enumerate(candidates(measured, given)):
-            result = calibrate_with(over)
-            real_points = collective_points(real, result.cluster.cores)
-            platform = tmp / f"candidate{i}.toml"
-            platform.write_text(cluster_toml(result.cluster))
-            source = SpecSource.from_text(spec_for(real_points, platform),
-                                          f"platform calibrate --collectives ({label})")
-            camp = open_campaign(source, mpi, Request(tmp / f"sim{i}"), say=lambda _m: None)
-            camp.run(progress=quiet)
-            sim = read_points(Store(tmp / f"sim{i}"))
-            err = against(real_points, sim, str(real), label).overall
-            used = {lv: (lv_.send_overhead_us, lv_.recv_overhead_us)
-                    for lv in measured if (lv_ := result.cluster.level(lv)) is not None}
-            trials.append(Trial(label, used, err.median_abs_pct, err.p95_abs_pct, err.points))
-            results.append(result)
+    for i, (label, over) in enumerate(candidates(measured, given)):
+        result = calibrate_with(over, where.candidate(i))
+        real_points = collective_points(real, result.cluster.cores)
+        sim = simulate_collectives(real_points, result, label,
+                                   where.candidate(i) / "collectives", where)
+        err = against(real_points, sim, str(real), label).overall
+        used = {lv: (lv_.send_overhead_us, lv_.recv_overhead_us)
+                for lv in measured if (lv_ := result.cluster.level(lv)) is not None}
+        trials.append(Trial(label, used, err.median_abs_pct, err.p95_abs_pct, err.points))
+        results.append(result)
     best = min(range(len(trials)), key=lambda i: (trials[i].median_abs_pct, i))
     chosen = results[best]
     chosen.notes.append(

@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from collbench.analyse import stability
-from collbench.analyse.compare import COMPARE_STATS, Comparison, compare
+from collbench.analyse.compare import Comparison, compare
 from collbench.analyse.render import FORMATS, render
 from collbench.commands import options
 from collbench.errors import UserError
+from collbench.points import STATS as COMPARE_STATS
 from collbench.store import Store
 
 
@@ -111,7 +112,7 @@ def _against(args: argparse.Namespace) -> int:
         from collbench.models.p2pfile import read_p2p
 
         model = read_p2p(args.against, required_levels=())
-        from collbench.analyse.modeldata import network
+        from collbench.models.networks import network
 
         b_points, notes = predicted_points(a, model, args.stat, args.collective, args.nprocs,
                                            network(args.network))

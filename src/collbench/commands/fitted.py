@@ -30,15 +30,7 @@ FIT_COLUMNS: Final = ("collective", "algorithm", "points", "coefficients", "fit_
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from collbench.analyse.modeldata import (
-        Shape,
-        collective_rows,
-        fit_p2p,
-        machine_shape,
-        modelled,
-        network,
-        topology,
-    )
+    from collbench.analyse.modeldata import collective_rows, fit_p2p, machine_shape
     from collbench.models.fitted import (
         BASES,
         CollectivePoint,
@@ -46,6 +38,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         leave_one_out,
         model_errors,
     )
+    from collbench.models.networks import network
+    from collbench.models.predict import Shape, modelled, topology
     from collbench.store import Store
 
     if args.basis not in BASES:
@@ -213,8 +207,9 @@ def cmd_scaling(args: argparse.Namespace) -> int:
 
 def cmd_jacobi(args: argparse.Namespace) -> int:
     from collbench.analyse.jacobi import COLUMNS, error_summary, jacobi_points
-    from collbench.analyse.modeldata import Shape, machine_shape
+    from collbench.analyse.modeldata import machine_shape
     from collbench.models.p2pfile import read_p2p
+    from collbench.models.predict import Shape
     from collbench.store import Store
 
     store = Store(args.results)

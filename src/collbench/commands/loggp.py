@@ -4,31 +4,33 @@
     collbench model loggp --map-by node --nodes 2 -o m.p2p.toml --update machine.p2p.toml
 
 Runs the PLogP benchmark (`kernel/plogp.c`, Kielmann, Bal and Verstoep's method) at 2 ranks
-for each placement, through mpirun with the local backend's flags (`launch.local.
-mpirun_command`, in its own session beside the watchdog, as every launch), fits L, o_s,
-o_r, g and G per level (`models/loggp.py`) and writes them as `[levels.<level>.loggp]`
-tables of a `.p2p.toml` file: a new file whose Hockney parameters are fitted to the same
-benchmark's round trips, or, with `--update`, an existing file whose levels are kept.
-A subcommand of `model` (registered by commands/model.py). Method: docs/models.md.
+for each placement as a campaign, as `collbench run` runs a spec: the built-in workload app
+"plogp" on the local backend, one launch per placement, a row per message size (its
+metrics the benchmark's line), with provenance, resume (`--results DIR --resume`) and the
+watchdog. It then fits L, o_s, o_r, g and G per level from the rows (`models/loggp.py`)
+and writes them as `[levels.<level>.loggp]` tables of a `.p2p.toml` file: a new file whose
+Hockney parameters are fitted to the same benchmark's round trips, or, with `--update`, an
+existing file whose levels are kept. A subcommand of `model` (registered by
+commands/model.py). Method: docs/models.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
-from collbench.commands import options
+from collbench.commands import options, results_folder
 from collbench.errors import UserError, choice_error
 
 MAPPINGS: Final = ("core", "socket", "node")
 MAX_SIZE: Final = 1 << 26
+WARMUP: Final = 5  # untimed round trips per size (plogp.c's warmup=)
+NMIN: Final = 4  # the shortest burst that measures g(m) (plogp.c's nmin=)
 LOGGP_COLUMNS: Final = ("level", "transport", "L_us", "o_s_us", "o_r_us", "g_us",
                         "G_ns_per_byte", "G_GBs", "G_from_bytes", "method")
 POINT_COLUMNS: Final = ("level", "size_bytes", "half_rtt_us", "o_s_us", "o_r_us", "g_us",
@@ -67,27 +69,10 @@ def add_parser(msub: options.Subparsers) -> None:
     s.add_argument("--timeout", type=options.seconds, default=300.0,
                    help="seconds per placement before the run is stopped (default: "
                         "%(default)s)")
+    results_folder.add_options(s, "--results", "the measurement (a campaign: a launch per "
+                               "placement, a row per message size)")
     options.add_format(s, ("table", "json"))
     s.set_defaults(func=cmd_loggp)
-
-
-@dataclass(frozen=True)
-class _PlogpCall:
-    """The launch's program: the PLogP benchmark with its key=value arguments."""
-
-    binary: Path
-    arguments: tuple[str, ...]
-    work: Path
-
-    @property
-    def outfile(self) -> Path:
-        return self.work / "stdout.txt"
-
-    def argv(self, launch: Any) -> list[str]:
-        return [str(self.binary), *self.arguments]
-
-    def prepare(self, launch: Any) -> None:
-        return None
 
 
 def _mappings(text: str) -> list[str]:
@@ -138,7 +123,7 @@ def _mca(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 def cmd_loggp(args: argparse.Namespace) -> int:
     from collbench.analyse.modeldata import pingpong_level
-    from collbench.kernel.plogp import PlogpOptions, build_plogp
+    from collbench.campaign import SpecSource
     from collbench.models.loggp import METHOD, fit_level_loggp
     from collbench.models.p2p import P2PModel
     from collbench.models.p2pfile import read_p2p, write_p2p
@@ -165,16 +150,22 @@ def cmd_loggp(args: argparse.Namespace) -> int:
                                 f"is not the setting measured ({transport!r}); valid: the "
                                 "same --mca settings, or no --update (settings are never "
                                 "mixed)")
+    results_folder.check(args, "model loggp")
     mpi = options.mpi(args)
-    binary = build_plogp(mpi.mpicc)
-    if binary.fresh:
-        print(f"built the PLogP benchmark: {binary.path}", file=sys.stderr)
-    opts = PlogpOptions(low, high, args.reps, 5, 4, args.burst, 0.05)
+    source = SpecSource.from_text(spec_text(mappings, (low, high), args.reps, args.burst, mca,
+                                            args.timeout), "model loggp")
+    with results_folder.root(args, "collbench-loggp-") as root:
+        results_folder.measure(source, mpi, root, args.resume, say=results_folder.say)
+        measured_by_mapping = read_points(root, mappings, args.timeout,
+                                          kept=args.keep is not None)
+    if args.keep is not None:
+        print(f"collbench: measurements kept in {args.keep} (collbench show {args.keep})",
+              file=sys.stderr)
     fitted: dict[str, Any] = {}
     measured: dict[str, Any] = {}
     notes: list[str] = []
     for mapping, level in levels.items():
-        points = _run(mpi, binary.path, opts, mapping, mca, args.timeout)
+        points = measured_by_mapping[mapping]
         fit = fit_level_loggp(points, level, transport, where=f"plogp --map-by {mapping}")
         fitted[level], measured[level] = fit.model, points
         notes += fit.notes
@@ -213,40 +204,60 @@ def cmd_loggp(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(mpi: Any, binary: Path, opts: Any, mapping: str, mca: tuple[tuple[str, str], ...],
-         timeout_s: float) -> list[Any]:
-    """The benchmark's points at 2 ranks under `--map-by mapping` (UserError if it fails)."""
-    from collbench.catalog.mpi import launcher_env
-    from collbench.inputs import read_bytes
-    from collbench.kernel.plogp import MAX_OUTPUT, PROGRAM_NAME, parse_output
-    from collbench.launch.local import mpirun_command, run_started
-    from collbench.plan import Launch
+def spec_text(mappings: Sequence[str], sizes: tuple[int, int], reps: int, burst: int,
+              mca: Sequence[tuple[str, str]], timeout_s: float) -> str:
+    """The campaign: the plogp app at 2 ranks, one launch per placement (bound to cores)."""
+    fixed = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in mca)
+    params = {"min": sizes[0], "max": sizes[1], "reps": reps, "warmup": WARMUP, "nmin": NMIN,
+              "nmax": burst}
+    return "\n".join([
+        "[campaign]", 'name = "loggp"', "[measure]", "nprocs = [2]",
+        f"map_by = {json.dumps(list(mappings))}", 'bind_to = ["core"]',
+        *(["[mca]", f"fixed = {{ {fixed} }}"] if mca else []),
+        "[run]", 'backend = "local"', f"timeout = {float(timeout_s)!r}",
+        'order = "sequential"',
+        "[workload]", 'app = "plogp"',
+        "params = { " + ", ".join(f"{k} = {v}" for k, v in params.items()) + " }",
+    ]) + "\n"
 
-    launch = Launch(launch_id=f"loggp-{mapping}", repetition=0, nprocs=2, mapping=mapping,
-                    binding="core",
-                    oversubscribe=mapping != "node" and (os.cpu_count() or 1) < 2,
-                    mca=mca, env=(), swept=(), selection="none", points=(),
-                    timeout_s=timeout_s, validate=False, samples=False)
-    with tempfile.TemporaryDirectory(prefix="collbench-loggp-") as tmp:
-        call = _PlogpCall(binary, tuple(opts.argv()), Path(tmp))
-        argv = mpirun_command(mpi, launch, call)
-        done = run_started(argv, launcher_env(mpi), timeout_s, call)
+
+def read_points(folder: Path, mappings: Sequence[str], timeout_s: float,
+                kept: bool) -> dict[str, list[Any]]:
+    """The benchmark's points per placement from the campaign's rows; a placement that did
+    not measure every size is one line with the reason stored."""
+    from collbench import points
+    from collbench.kernel.plogp import read_point
+    from collbench.store import Store
+
+    rows = sorted(((r["mapping"], r["size_bytes"], r["status"], r["error"], r["metrics"])
+                   for r in points.read(Store(folder), collective="plogp")),
+                  key=lambda r: (str(r[0]), int(r[1] or 0)))
+    out: dict[str, list[Any]] = {m: [] for m in mappings}
+    for mapping, size, status, error, metrics in rows:
         where = f"plogp --map-by {mapping}"
-        if done.interrupted:
-            raise UserError(f"{where}: interrupted")
-        if done.timed_out:
-            raise UserError(f"{where}: still running after {timeout_s:g} s and stopped; valid: "
-                            "a larger --timeout, or fewer --sizes / --reps")
-        if done.returncode != 0:
-            lines = [ln.strip() for ln in done.stderr_tail.splitlines()
-                     if ln.strip() and not set(ln.strip()) <= {"-"}]
-            own = [ln for ln in lines if ln.startswith(f"{PROGRAM_NAME}:")]
-            tail = " | ".join(own or lines)
-            raise UserError(f"{where}: mpirun exited with status {done.returncode}: "
-                            f"{tail[-400:] or '(no message)'}")
-        text = read_bytes(call.outfile, "benchmark output", MAX_OUTPUT).decode("utf-8",
-                                                                               "replace")
-        return parse_output(text, where)
+        if status != "ok":
+            raise UserError(_failure(where, str(status), str(error or ""), timeout_s)
+                            + (f" (stored in {folder}; --resume runs it again)" if kept
+                               else ""))
+        if mapping in out:
+            out[mapping].append(read_point(points.metrics_of(metrics), f"{where}: {size} B"))
+    return out
+
+
+def _failure(where: str, status: str, error: str, timeout_s: float) -> str:
+    """The one line of a placement that failed: the benchmark's own message when it left
+    one (a bad argument, a rank count), else the launcher's last words."""
+    from collbench.kernel.plogp import PROGRAM_NAME
+
+    if status == "timeout":
+        return (f"{where}: still running after {timeout_s:g} s and stopped; valid: a larger "
+                "--timeout, or fewer --sizes / --reps")
+    why, _, stderr = error.partition("; stderr: ")
+    lines = [ln.strip() for ln in stderr.splitlines()
+             if ln.strip() and not set(ln.strip()) <= {"-"}]
+    own = [ln for ln in lines if ln.startswith(f"{PROGRAM_NAME}:")]
+    tail = " | ".join(own or lines)
+    return f"{where}: {why}: {tail[-400:] or '(no message)'}"
 
 
 def _one_socket() -> bool:

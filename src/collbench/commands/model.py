@@ -234,10 +234,10 @@ def show_p2p(model: Any, where: str, fmt: str = "table") -> str:
 # --- predict -------------------------------------------------------------------------------
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from collbench.analyse.modeldata import Shape, resolve_algorithms
     from collbench.models.p2pfile import read_p2p
+    from collbench.models.predict import Request, Shape, launches, resolve_algorithms
     from collbench.sizes import parse_sizes
-    from collbench.tune.model import Request, launches, write_predictions
+    from collbench.tune.model import write_predictions
 
     collectives = words(args.collective)
     for c in collectives:
@@ -271,15 +271,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _levels(requests: Sequence[Any]) -> list[str]:
     """The levels the requested placements use (a p2p file must have those)."""
-    from collbench.analyse.modeldata import topology
+    from collbench.models.predict import placement, topology
 
     levels: set[str] = set()
     for req in requests:
         for n in req.nprocs:
-            nodes = req.nodes or (-(-n // req.ppn) if req.ppn else 1)
-            ppn = req.ppn or -(-n // nodes)
-            if n <= nodes * ppn:
-                levels |= topology(n, nodes, ppn, req.mapping, req.shape).levels_used()
+            try:
+                nodes, ppn = placement(n, req.nodes, req.ppn)
+            except UserError:
+                continue  # launches() reports it, once the p2p file is read
+            levels |= topology(n, nodes, ppn, req.mapping, req.shape).levels_used()
     return sorted(levels)
 
 

@@ -7,13 +7,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from collbench.commands import options
+from collbench.commands import options, results_folder
 from collbench.errors import UserError, choice_error
-from collbench.platforms.model import TOPOLOGIES, builtin_names, load_cluster
+from collbench.platforms.model import TOPOLOGIES, Cluster, builtin_names, load_cluster
 from collbench.store import atomic_write
 from collbench.tables import render
+
+if TYPE_CHECKING:
+    from collbench.platforms.calibrate import Calibration
 
 FORMATS = ("table", "csv", "json")
 
@@ -83,16 +86,15 @@ def cmd_xml(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from collbench.launch.pingpong import simulate_pingpong
-    from collbench.launch.simgrid import build_smpi_kernel, find_smpi
-    from collbench.platforms.calibrate import calibrate, read_pingpongs
-    from collbench.platforms.model import Cluster, parse_cluster
+    from collbench.analyse.modeldata import pingpong_medians
+    from collbench.platforms.model import parse_cluster
     from collbench.platforms.template import Shape, cluster_toml, new_template
 
     if args.out.exists() and not args.force and args.out != args.base:
         raise UserError(f"{args.out}: already exists; add --force to overwrite it")
+    results_folder.check(args, "platform calibrate")
     measured, notes = (_p2p_points(args.results) if args.results.is_file()
-                       else read_pingpongs(args.results))
+                       else pingpong_medians(args.results))
     overheads = _p2p_overheads(args.overheads or (args.results if args.results.is_file()
                                                   else None), notes, explicit=args.overheads)
     if args.base is None:
@@ -104,31 +106,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         base, _, _ = load_cluster(args.base)
         if args.name:
             base = base.model_copy(update={"name": args.name})
-    tools = find_smpi()
-    kernel = build_smpi_kernel(tools).path
-
-    def simulate(cluster: Cluster, levels: list[str], sizes: list[int]) -> dict[str, Any]:
-        return simulate_pingpong(cluster, levels, sizes, tools.smpirun, kernel, tools.version)
-
     base = base.model_copy(update={"source": f"ping-pongs measured in {args.results} "
                                              f"({', '.join(sorted(measured))}); the rest from "
                                              f"{base.name}"})
-    if args.collectives is None:
-        result = calibrate(measured, base, simulate, str(args.results), overheads)
-    else:
-        from collbench.commands import calibrate_collectives as fit
-
-        result, trials, best = fit.fit(
-            args.collectives, measured, overheads,
-            lambda over: calibrate(measured, base, simulate, str(args.results), over))
-        print(render([{"candidate": t.label, "chosen": i == best,
-                       "overheads (o_s/o_r µs)": ", ".join(
-                           f"{lv} {a:.3g}/{b:.3g}" for lv, (a, b) in t.overheads.items()),
-                       "points": t.points, "median error %": round(t.median_abs_pct, 2),
-                       "p95 error %": round(t.p95_abs_pct, 2)}
-                      for i, t in enumerate(trials)],
-                     ["candidate", "chosen", "overheads (o_s/o_r µs)", "points",
-                      "median error %", "p95 error %"], "table"))
+    # every simulation is a campaign, kept under --simulations DIR (or a temporary folder)
+    with results_folder.root(args, "collbench-calibrate-") as root:
+        result, table = _calibrated(args, measured, base, overheads, root)
+    if table:
+        print(table)
     header = (f"# {result.cluster.name}: calibrated by `collbench platform calibrate` from "
               f"{args.results}\n# (Hockney fit per level + per-level size factors; the "
               "simulated ping-pong is checked\n# against the measured one: see [calibration]).")
@@ -150,6 +135,35 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: simulated ping-pong within {result.max_error_pct():.2f} % of "
           "the measured one at every size")
     return 0
+
+
+def _calibrated(args: argparse.Namespace, measured: dict[str, dict[int, float]],
+                base: Cluster, overheads: dict[str, tuple[float, float]],
+                root: Path) -> tuple[Calibration, str]:
+    """The calibration, and with --collectives the table of the candidates tried."""
+    from collbench.catalog.mpi import find_mpi
+    from collbench.commands.simulated_pingpong import Simulations
+    from collbench.platforms.calibrate import calibrate
+
+    mpi = find_mpi()  # whose algorithm names the simulation's catalogue takes
+    if args.collectives is None:
+        return calibrate(measured, base, Simulations(root, mpi, args.resume),
+                         str(args.results), overheads), ""
+    from collbench.commands import calibrate_collectives as fit
+
+    result, trials, best = fit.fit(
+        args.collectives, measured, overheads,
+        lambda over, folder: calibrate(measured, base, Simulations(folder, mpi, args.resume),
+                                       str(args.results), over),
+        fit.Folders(root, mpi, args.resume))
+    return result, render(
+        [{"candidate": t.label, "chosen": i == best,
+          "overheads (o_s/o_r µs)": ", ".join(f"{lv} {a:.3g}/{b:.3g}"
+                                              for lv, (a, b) in t.overheads.items()),
+          "points": t.points, "median error %": round(t.median_abs_pct, 2),
+          "p95 error %": round(t.p95_abs_pct, 2)} for i, t in enumerate(trials)],
+        ["candidate", "chosen", "overheads (o_s/o_r µs)", "points", "median error %",
+         "p95 error %"], "table")
 
 
 P2P_LEVELS = {"core": "intra_socket", "socket": "inter_socket", "node": "inter_node"}
@@ -235,6 +249,9 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="a results folder of collectives measured on the machine: the "
                         "per-message overheads are chosen so that simulating them comes "
                         "closest (a few candidates, each simulated; docs/simgrid.md)")
+    results_folder.add_options(s, "--simulations", "the simulations' campaigns (pingpong-N "
+                               "per ping-pong simulated; with --collectives, candidate-N/ "
+                               "holding those and collectives)")
     s.add_argument("--force", action="store_true", help="overwrite an existing file")
     s.set_defaults(func=cmd_calibrate)
 

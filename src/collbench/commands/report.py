@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from collbench.analyse.compare import COMPARE_STATS, STATS
 from collbench.commands import options
 from collbench.errors import UserError
+from collbench.points import COLUMN_STATS as STATS
+from collbench.points import STATS as COMPARE_STATS
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

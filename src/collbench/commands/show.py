@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from collbench.analyse.compare import COMPARE_STATS
+from collbench import points
 from collbench.analyse.show import best, show
 from collbench.commands import options
 from collbench.errors import UserError, did_you_mean
+from collbench.points import STATS as COMPARE_STATS
 from collbench.store import Store
 
 
@@ -51,12 +52,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _known_collective(store: Store, collective: str) -> None:
     """An unknown collective is an error with a did-you-mean, as in `compare` and `report`."""
-    con = store.connect()
-    try:
-        present = sorted(str(c) for (c,) in con.execute(
-            "SELECT DISTINCT collective FROM measurements").fetchall())
-    finally:
-        con.close()
+    present = sorted({c for c, _ in points.present(store)})
     if present and collective not in present:
         raise UserError(f"{store.root}: no measurements of collective {collective!r}; "
                         f"present: {', '.join(present)}{did_you_mean(collective, present)}")

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collbench.analyse import columns
+from collbench import points
 from collbench.commands import adaptive, options
 from collbench.errors import UserError
 from collbench.sizes import expand_sizes
@@ -100,7 +100,7 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="switch less: between neighbouring sizes keep the previous choice "
                         "while it is at most this much slower than the best (0: no "
                         "smoothing; default: %(default)s)")
-    b.add_argument("--stat", choices=tuple(columns.STATS), default="avg",
+    b.add_argument("--stat", choices=tuple(points.TIMING_STATS), default="avg",
                    help="figure compared: avg_us (OSU's average, the default), median_us, "
                         "min_us, max_us or completion_us (measure.timing = \"completion\")")
     b.add_argument("--collective", action="append", default=[],
@@ -202,10 +202,10 @@ def cmd_model(args: argparse.Namespace) -> int:
     """`tune --model`: rules for process counts and sizes from a p2p model's predictions."""
     import tempfile
 
-    from collbench.analyse.modeldata import Shape
     from collbench.models.p2pfile import read_p2p
+    from collbench.models.predict import Request, Shape
     from collbench.tune import writer
-    from collbench.tune.model import Request, predicted_selection
+    from collbench.tune.model import predicted_selection
 
     if args.model is None:
         raise UserError("tune: give a results folder (collbench tune RESULTS -o FILE), "

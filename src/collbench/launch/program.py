@@ -44,7 +44,8 @@ def _spec_dir(origin: str) -> Path:
 
 
 def app_source(app: str) -> Path:
-    return Path(str(resources.files("collbench.apps").joinpath(APPS[app].source)))
+    entry = APPS[app]
+    return Path(str(resources.files(entry.package).joinpath(entry.source)))
 
 
 def find_executable(workload: Workload, origin: str) -> Path:
@@ -117,13 +118,13 @@ def build_program(compiler: Path, workload: Workload, origin: str,
     """The program every launch of this workload runs: built once per compiler and cached,
     or (no build command) the executable the spec names."""
     if workload.app is not None:
-        src = app_source(workload.app)
+        src, flags = app_source(workload.app), APPS[workload.app].flags
         headers = sorted(src.parent.glob("*.h"))  # app_args.h, shared by the apps
         key = cache_key("app", workload.app, _compiler_identity(compiler), src.read_bytes(),
-                        *(h.read_bytes() for h in headers))
+                        *(h.read_bytes() for h in headers), *flags)
         built = cached_build("programs", workload.app, key,
-                             lambda out: [str(compiler), "-O2", "-o", str(out), str(src),
-                                          "-lm"],
+                             lambda out: [str(compiler), "-O2", *flags, "-o", str(out),
+                                          str(src), "-lm"],
                              f"the {workload.app} mini-app", cache_dir,
                              error=ProgramBuildError)
         return KernelBinary(built.path, key, built.command, built.fresh)
@@ -200,6 +201,29 @@ def parse_metrics(text: str, patterns: Mapping[str, str]) -> tuple[dict[str, Any
     if missing:
         return None, f"metrics never matched on stdout: {', '.join(missing)}"
     return out, ""
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """Every JSON object line of a program's stdout, in order (other output is skipped; a
+    line cut short by a kill is not an object)."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line, parse_constant=lambda c: None)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def line_size(line: Mapping[str, Any]) -> int | None:
+    """The message size a line reports: size_bytes, or size (the PLogP benchmark's)."""
+    value = line.get("size_bytes", line.get("size"))
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def primary_name(metrics: Mapping[str, Any], primary: str | None) -> str | None:

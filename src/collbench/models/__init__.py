@@ -9,6 +9,8 @@ latency, fitted to and checked against measurements.
   each schedule's structure and fits its coefficients, with cross-validation.
 - `scaling`: regressions in the process count (or size), named forms and a PMNF search.
 - `accuracy`: how far predictions are from measurements, and whether they pick the same winner.
+- `predict`: one point (`predict_point`) and the rows of a prediction request, "default"
+  as Open MPI 5.0's fixed rules run it; `networks`: how messages share time (--network).
 
 Everything here is pure: plain data in, plain data out; no file I/O except `p2pfile`.
 """

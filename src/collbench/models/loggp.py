@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from collbench.catalog.forcing import DEFAULT_TRANSPORT
 from collbench.errors import UserError
 from collbench.kernel.plogp import PlogpPoint
-from collbench.models.p2p import DEFAULT_TRANSPORT, LevelModel, LogGP, PingPong, fit_level
+from collbench.models.p2p import LevelModel, LogGP, PingPong, fit_level
 
 METHOD: Final = "PLogP (Kielmann, Bal, Verstoep 2000): collbench_plogp (kernel/plogp.c)"
 

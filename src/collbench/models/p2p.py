@@ -31,10 +31,10 @@ from typing import Final
 
 import numpy as np
 
+from collbench.catalog.forcing import DEFAULT_TRANSPORT
 from collbench.errors import UserError
 
 LEVELS: Final = ("core", "socket", "node")
-DEFAULT_TRANSPORT: Final = "default"
 CI_LEVEL: Final = 0.95
 
 

@@ -24,7 +24,9 @@ PLAN_HISTORY: Final[dict[int, str]] = {
        "a launch of a campaign with [measure] ppn adds ppn, its ranks per node (absent "
        "otherwise); blocking collective points add timing: \"completion\" ([measure] timing; "
        "absent: osu) and precision, max_iterations, max_seconds ([measure] precision; "
-       "absent: fixed counts). Format 1 plans are read as they are.",
+       "absent: fixed counts); a workload launch whose program prints a row per message "
+       "size (the plogp app) has one point per size and adds lines: true to its program "
+       "(absent otherwise). Format 1 plans are read as they are.",
 }
 READABLE_PLAN_FORMATS: Final = (1, 2)
 MPIT: Final = "mpit"
@@ -135,17 +137,20 @@ class ProgramRun:
     params: tuple[tuple[str, str], ...]  # this launch's workload.params, as text, sorted
     metrics: tuple[tuple[str, str], ...] = ()  # (name, regex); empty: a JSON object line
     primary: str | None = None  # the metric stored as avg_us (None: the first usual one)
+    lines: bool = False  # a JSON line per point (message size), in order: a row each
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "args": list(self.args), "params": dict(self.params),
-                "metrics": dict(self.metrics), "primary": self.primary}
+                "metrics": dict(self.metrics), "primary": self.primary,
+                **({"lines": True} if self.lines else {})}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> ProgramRun:
         return ProgramRun(str(data["name"]), tuple(str(a) for a in data["args"]),
                           tuple(sorted((str(k), str(v)) for k, v in data["params"].items())),
                           tuple((str(k), str(v)) for k, v in data["metrics"].items()),
-                          None if data["primary"] is None else str(data["primary"]))
+                          None if data["primary"] is None else str(data["primary"]),
+                          data.get("lines") is True)
 
 
 @dataclass(frozen=True)

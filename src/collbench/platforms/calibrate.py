@@ -11,10 +11,11 @@ Method (docs/simgrid.md, "Calibration"):
    (m+16)·β/bw(m) (SMPI adds a 16-byte envelope); each bucket is the smallest change of
    the two factors (closest to 1) that hits the measured time. collbench's platform
    loader applies them per level (SMPI's own factor options are one table for all).
-4. The description is then simulated (real smpirun, launch/pingpong.py) and each bucket's
-   factors are scaled by measured/simulated until the simulation reproduces the
-   measurement (or ROUNDS are spent); the errors that remain are reported and written to
-   the [calibration] table.
+4. The description is then simulated (real smpirun: the `simulate` callable, a SimGrid
+   campaign per call in commands/simulated_pingpong.py) and each bucket's factors are
+   scaled by measured/simulated until the simulation reproduces the measurement (or
+   ROUNDS are spent); the errors that remain are reported and written to the [calibration]
+   table.
 5. Optionally, LogGP's per-message overheads o_s and o_r per level (PLogP, `collbench model
    loggp`) are set on the levels: the loader charges them to the sender and receiver of
    every message, so a root's sends are serialised as on a real CPU, and steps 3-4 fit the
@@ -23,18 +24,14 @@ Method (docs/simgrid.md, "Calibration"):
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Final
 
 from collbench.errors import UserError
 from collbench.platforms.model import Cluster, Level
-from collbench.platforms.placement import LEVEL_OF_MAPPING
 from collbench.platforms.simgrid_xml import SMPI_ENVELOPE
-from collbench.store import Store
 
 ROUNDS: Final = 4
 GOOD_ENOUGH_PCT: Final = 0.5  # stop correcting once every point is this close
@@ -60,56 +57,6 @@ class Calibration:
 
     def max_error_pct(self) -> float:
         return max(abs(e) for errs in self.errors_pct().values() for e in errs.values())
-
-
-# --- reading ------------------------------------------------------------------------------
-
-def read_pingpongs(results: Path) -> tuple[dict[str, Points], list[str]]:
-    """Median one-way latency per level and size from a results folder; and notes."""
-    con = Store(results).connect()
-    try:
-        rows = con.execute(
-            "SELECT mapping, nodes, size_bytes, avg_us, collective FROM measurements "
-            "WHERE collective IN ('latency', 'bw') AND status = 'ok' AND avg_us IS NOT NULL"
-        ).fetchall()
-    finally:
-        con.close()
-    notes: list[str] = []
-    by_level: dict[str, dict[int, list[float]]] = {}
-    skipped_bw = skipped_one_node = 0
-    for mapping, nodes, size, avg, coll in rows:
-        if coll == "bw":
-            skipped_bw += 1
-            continue
-        if mapping is None:
-            if not nodes or nodes < 2:
-                raise UserError(f"{results}: latency rows without a mapping; ingest OSU files "
-                                "with --mapping core|socket|node (or --nodes 2 for inter-node)")
-            mapping = "node"
-        if mapping not in LEVEL_OF_MAPPING:
-            raise UserError(f"{results}: latency rows with mapping {mapping!r} cannot be "
-                            f"placed on a level; valid: {', '.join(LEVEL_OF_MAPPING)}")
-        if mapping == "node" and nodes is not None and nodes < 2:
-            skipped_one_node += 1  # --map-by node inside one machine: not inter-node
-            continue
-        by_level.setdefault(LEVEL_OF_MAPPING[mapping], {}).setdefault(int(size), []).append(
-            float(avg))
-    if skipped_bw:
-        notes.append(f"{skipped_bw} bw rows not used: the platform is fitted to ping-pong "
-                     "latency (osu_bw's streaming bandwidth is usually higher)")
-    if skipped_one_node:
-        notes.append(f"{skipped_one_node} latency rows with --map-by node on one node skipped "
-                     "(not an inter-node ping-pong)")
-    if not by_level:
-        raise UserError(f"{results}: no ok latency rows; measure ping-pongs first (collective "
-                        "\"latency\", map_by core/socket/node) or ingest osu_latency files")
-    measured = {lv: {s: statistics.median(v) for s, v in sorted(pts.items())}
-                for lv, pts in by_level.items()}
-    for lv, pts in measured.items():
-        if len(pts) < 2:
-            raise UserError(f"{results}: {lv} ping-pong at one size only; a latency/"
-                            "bandwidth fit needs at least two sizes")
-    return measured, notes
 
 
 # --- fitting ------------------------------------------------------------------------------

@@ -35,15 +35,15 @@ _HEADER = """\
 """
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: Any, exact: bool = False) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, float):
-        return _float(value)
+        return _float(value, exact)
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+        return "[" + ", ".join(_fmt(v, exact) for v in value) + "]"
     return str(value)
 
 
@@ -94,43 +94,45 @@ cfg = []                # more SimGrid options for this platform, "key:value"
 
 
 def cluster_toml(cluster: Cluster, header: str = "",
-                 calibration: Mapping[str, Any] | None = None) -> str:
-    """A description as TOML (used by calibrate), comments in `header` kept on top."""
+                 calibration: Mapping[str, Any] | None = None, exact: bool = False) -> str:
+    """A description as TOML (used by calibrate), comments in `header` kept on top;
+    `exact`: every float as Python spells it (it reads back bit for bit), not six digits."""
     out = [header.rstrip(), ""] if header else []
     for key in ("name", "description", "source", "nodes", "sockets_per_node",
                 "cores_per_socket"):
-        out.append(f"{key} = {_fmt(getattr(cluster, key))}")
+        out.append(f"{key} = {_fmt(getattr(cluster, key), exact)}")
     for level in ("intra_socket", "inter_socket", "inter_node"):
         lv = cluster.level(level)
         if lv is not None:
-            out += ["", f"[levels.{level}]", f"latency_us = {_float(lv.latency_us)}",
-                    f"bandwidth_mbs = {_float(lv.bandwidth_mbs)}"]
+            out += ["", f"[levels.{level}]", f"latency_us = {_float(lv.latency_us, exact)}",
+                    f"bandwidth_mbs = {_float(lv.bandwidth_mbs, exact)}"]
             if lv.calibrated():
-                out += [f"lat_factor = {_pairs(lv.lat_factor)}",
-                        f"bw_factor = {_pairs(lv.bw_factor)}"]
+                out += [f"lat_factor = {_pairs(lv.lat_factor, exact)}",
+                        f"bw_factor = {_pairs(lv.bw_factor, exact)}"]
             if lv.overheads():
-                out += [f"send_overhead_us = {_float(lv.send_overhead_us)}",
-                        f"recv_overhead_us = {_float(lv.recv_overhead_us)}"]
+                out += [f"send_overhead_us = {_float(lv.send_overhead_us, exact)}",
+                        f"recv_overhead_us = {_float(lv.recv_overhead_us, exact)}"]
     t = cluster.topology
     out += ["", "[topology]", f"kind = {_fmt(t.kind)}"]
     if t.kind == "fat-tree":
         out += [f"nodes_per_leaf = {t.nodes_per_leaf}",
-                f"oversubscription = {_fmt(float(t.oversubscription))}",
-                f"hop_latency_us = {_fmt(float(t.hop_latency_us))}"]
+                f"oversubscription = {_fmt(float(t.oversubscription), exact)}",
+                f"hop_latency_us = {_fmt(float(t.hop_latency_us), exact)}"]
     s = cluster.smpi
     out += ["", "[smpi]", f"eager_threshold = {s.eager_threshold}",
             f"cfg = {_fmt(list(s.cfg))}"]
     cal = dict(calibration or cluster.calibration)
     if cal:
-        out += ["", "[calibration]"] + [f"{k} = {_fmt(v)}" for k, v in cal.items()]
+        out += ["", "[calibration]"] + [f"{k} = {_fmt(v, exact)}" for k, v in cal.items()]
     return "\n".join(out) + "\n"
 
 
-def _float(value: float) -> str:
-    """Six significant digits, always a TOML float (1.0, not 1)."""
-    text = f"{value:.6g}"
+def _float(value: float, exact: bool = False) -> str:
+    """Six significant digits (or repr's shortest exact form), always a TOML float (1.0,
+    not 1)."""
+    text = repr(float(value)) if exact else f"{value:.6g}"
     return text if any(c in text for c in ".en") else text + ".0"
 
 
-def _pairs(table: list[tuple[int, float]]) -> str:
-    return "[" + ", ".join(f"[{b}, {_float(f)}]" for b, f in table) + "]"
+def _pairs(table: list[tuple[int, float]], exact: bool = False) -> str:
+    return "[" + ", ".join(f"[{b}, {_float(f, exact)}]" for b, f in table) + "]"

@@ -11,7 +11,6 @@ Each value is the median over ok repetitions.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from functools import partial
@@ -20,10 +19,12 @@ from typing import Any, Final
 
 from matplotlib.figure import Figure
 
+from collbench import points
 from collbench.analyse.jacobi import COLUMNS as JACOBI_COLUMNS
 from collbench.analyse.jacobi import error_summary, jacobi_points
-from collbench.analyse.modeldata import Shape, machine_shape
+from collbench.analyse.modeldata import machine_shape
 from collbench.errors import UserError
+from collbench.models.predict import Shape
 from collbench.report import figures, html
 from collbench.report.output import Output
 from collbench.sizes import format_size
@@ -35,22 +36,12 @@ MATRIX_PHASES: Final = ("pack_us", "scatter_us", "compute_us", "gather_us", "unp
 
 
 def _rows(store: Store, collective: str) -> list[dict[str, Any]]:
-    con = store.connect()
-    try:
-        cur = con.execute(
-            "SELECT nprocs, nodes, mapping, binding, size_bytes, avg_us, metrics FROM "
-            "measurements WHERE source = 'program' AND status = 'ok' AND collective = ?",
-            [collective])
-        names = [d[0] for d in cur.description]
-        out = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    out = [{k: r[k] for k in ("nprocs", "nodes", "mapping", "binding", "size_bytes", "avg_us",
+                              "metrics")}
+           for r in points.read(store, collective=collective, ok=True)
+           if r["source"] == "program"]
     for r in out:
-        try:
-            m = json.loads(r["metrics"] or "{}")
-        except ValueError:
-            m = {}
-        r["m"] = m if isinstance(m, dict) else {}
+        r["m"] = points.metrics_of(r["metrics"])
     return out
 
 
@@ -268,9 +259,9 @@ def _jacobi(store: Store, dest: Output, p2p: Path | None) -> html.Block | None:
 
 def only_programs(store: Store) -> bool:
     """Whether every row of the folder is a workload program's (no collective to model)."""
-    con = store.connect()
+    con = points.connect(store)
     try:
-        (others,) = con.execute("SELECT count(*) FROM measurements WHERE source IS NULL OR "
+        (others,) = con.execute(f"SELECT count(*) FROM {points.VIEW} WHERE source IS NULL OR "
                                 "source != 'program'").fetchone() or (0,)
     finally:
         con.close()

@@ -16,8 +16,8 @@ from typing import Any
 
 import duckdb
 
+from collbench import points
 from collbench.analyse import Comparison, algorithm_label, compare
-from collbench.analyse.compare import context_params
 from collbench.errors import UserError, did_you_mean
 from collbench.report import figures
 from collbench.store import Store
@@ -42,12 +42,12 @@ class ReportData:
 def read(store: Store, baseline: str, stat: str, collective: str | None,
          confidence: float) -> ReportData:
     campaign = store.campaign()  # a clear error when this is no results folder
-    con = store.connect()
+    con = points.connect(store)
     try:
         counts = _status_counts(con, store, collective)
         tails = _tails(con, store, collective)
         samples = _scalar(con, "SELECT count(*) FROM samples")  # Parquet metadata: cheap
-        launches = _scalar(con, "SELECT count(DISTINCT launch_id) FROM measurements")
+        launches = _scalar(con, f"SELECT count(DISTINCT launch_id) FROM {points.VIEW}")
     finally:
         con.close()  # before figures are drawn in forked workers: no DuckDB threads then
     ok = any(n for (_, status), n in counts.items() if status == "ok")
@@ -78,7 +78,7 @@ def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> int:
 
 def _status_counts(con: duckdb.DuckDBPyConnection, store: Store,
                    collective: str | None) -> Counts:
-    rows = con.execute("SELECT collective, status, count(*) FROM measurements "
+    rows = con.execute(f"SELECT collective, status, count(*) FROM {points.VIEW} "
                        "GROUP BY ALL").fetchall()
     if not rows:
         raise UserError(f"{store.root}: no measurements stored yet; run `collbench run` "
@@ -99,10 +99,10 @@ def _tails(con: duckdb.DuckDBPyConnection, store: Store, collective: str | None)
     if not files:
         return {}
     contexts = {(str(lid), str(coll)): (str(coll), int(np_ or 0), nodes, ppn, mapping, binding,
-                                        context_params(params))
-                for lid, coll, np_, nodes, ppn, mapping, binding, params in con.execute(
+                                        context)
+                for lid, coll, np_, nodes, ppn, mapping, binding, context in con.execute(
                     "SELECT DISTINCT launch_id, collective, nprocs, nodes, ppn, mapping, "
-                    "binding, params FROM measurements").fetchall()}
+                    f"binding, context FROM {points.VIEW}").fetchall()}
     where, args = ("WHERE collective = ?", [collective]) if collective is not None else ("", [])
     pooled: dict[tuple[Context, str, int], list[tuple[int, float, float]]] = {}
     for f in files:

@@ -16,9 +16,9 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from collbench import points as door
 from collbench.analyse import algorithm_label
-from collbench.analyse.compare import block_title, context_params
-from collbench.analyse.nonblocking import figure, parse_metrics, setting
+from collbench.analyse.compare import block_title
 from collbench.report import figures, html
 from collbench.report.output import Output
 from collbench.sizes import format_size
@@ -40,33 +40,24 @@ class NbPoint:
 
 def read(store: Store, collective: str | None = None) -> dict[str, list[NbPoint]]:
     """Points of the non-blocking rows per context title (empty: no such rows)."""
-    where, args = ("AND collective = ?", [collective]) if collective else ("", [])
-    con = store.connect()
-    try:
-        rows = con.execute(
-            "SELECT collective, nprocs, nodes, ppn, mapping, binding, params, algorithm, "
-            "segsize, fanout, size_bytes, metrics FROM measurements WHERE status = 'ok' "
-            f"AND metrics LIKE '%overall_us%' {where}", args).fetchall()
-    finally:
-        con.close()
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for coll, np_, nodes, ppn, mapping, binding, params, alg, seg, fan, size, metrics in rows:
-        m = parse_metrics(metrics)
-        if figure(m, "overall_us") is None:
+    for r in door.read(store, collective=collective, ok=True):
+        if r.get("overall_us") is None:
             continue
-        nb = setting(m)
-        ctx = (str(coll), int(np_ or 0), nodes, ppn, mapping, binding,
-               context_params(params))
-        label = algorithm_label(str(alg), int(seg or 0), int(fan or 0))
-        groups.setdefault((ctx, label, nb.get("test_calls"), nb.get("compute"), int(size)),
-                          []).append(m)
+        nb = (door.context_of(r["context"]) or {}).get("nonblocking") or {}
+        ctx = (str(r["collective"]), int(r["nprocs"] or 0), r["nodes"], r["ppn"],
+               r["mapping"], r["binding"], door.context(r["params"]))
+        label = algorithm_label(str(r["algorithm"]), int(r["segsize"] or 0),
+                                int(r["fanout"] or 0))
+        groups.setdefault((ctx, label, nb.get("test_calls"), nb.get("compute"),
+                           int(r["size_bytes"])), []).append(r)
     out: dict[str, list[NbPoint]] = {}
     for (ctx, label, tests, compute, size), ms in sorted(
             groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1], kv[0][2] or 0,
                                             str(kv[0][3]), kv[0][4])):
         values = {}
         for key in FIGURES:
-            xs = [v for m in ms if (v := figure(m, key)) is not None]
+            xs = [float(v) for m in ms if (v := m.get(key)) is not None]
             if xs:
                 values[key] = statistics.median(xs)
         shown = label + (f" t={tests}" if tests is not None else " t=?") + (

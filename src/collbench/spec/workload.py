@@ -5,7 +5,8 @@
                 run = ["./ring", "iterations={iterations}"], metrics = "json" }
     params = { iterations = [100, 1000] }
 
-or one of the built-in mini-apps (src/collbench/apps/*.c), named without writing code:
+or one of the built-in programs (the mini-apps of src/collbench/apps/*.c, and the PLogP
+benchmark of `model loggp`), named without writing code:
 
     [workload]
     app = "jacobi"
@@ -34,21 +35,43 @@ from collbench.spec.fields import EXCLUDE_KEYS, _not_valid, _Problem, reject_unk
 
 
 @dataclass(frozen=True)
-class BuiltinApp:
-    """A mini-app shipped in collbench.apps: its C source, keys and what avg_us holds."""
+class SizeLines:
+    """A program printing one JSON line per message size of OSU's range from its `min` to
+    its `max` argument (sizes.expand_sizes): a planned point, and a row, per size."""
 
-    source: str  # file name in the collbench.apps package
+    low: int  # min when not given
+    high: int  # max when not given
+    limit: int  # the largest max it accepts
+
+
+@dataclass(frozen=True)
+class BuiltinApp:
+    """A program shipped with collbench: its C source, keys and what avg_us holds."""
+
+    source: str  # file name in `package`
     keys: tuple[str, ...]  # its key=value arguments
     primary: str  # the metric stored in avg_us
     dims: bool = False  # has a `dims=PX,PY,PZ` process grid (product = nprocs)
+    package: str = "collbench.apps"
+    flags: tuple[str, ...] = ()  # compiler flags besides -O2
+    sizes: tuple[str, ...] = ()  # keys given in bytes ("4K" allowed)
+    # the keys of the rows' iterations and warmup, and their values when not given
+    counts: tuple[str, str] = ("iterations", "warmup")
+    count_defaults: tuple[int, int] = (0, 0)
+    lines: SizeLines | None = None  # one row per size (else one row per launch)
 
 
 APPS: Final = {
-    "ring": BuiltinApp("ring.c", ("size", "iterations", "warmup"), "avg_us"),
+    "ring": BuiltinApp("ring.c", ("size", "iterations", "warmup"), "avg_us", sizes=("size",)),
     "matrix": BuiltinApp("matrix.c", ("shape", "dims", "iterations", "warmup"), "total_us",
                          dims=True),
     "jacobi": BuiltinApp("jacobi.c", ("L", "dims", "iterations", "warmup"), "time_us",
                          dims=True),
+    # `model loggp`'s benchmark (kernel/plogp.c): RTT, o_s, o_r and g per size at 2 ranks
+    "plogp": BuiltinApp("plogp.c", ("min", "max", "reps", "warmup", "nmin", "nmax"),
+                        "rtt_us", package="collbench.kernel", flags=("-std=c11",),
+                        sizes=("min", "max"), counts=("reps", "warmup"),
+                        count_defaults=(20, 5), lines=SizeLines(0, 1 << 20, 1 << 26)),
 }
 JSON: Final = "json"
 # Placeholders a run argument may use besides the params.
@@ -180,7 +203,7 @@ class Workload(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    app: str | None = Field(None, description="A built-in mini-app: "
+    app: str | None = Field(None, description="A built-in program: "
                                               f"{', '.join(APPS)}.",
                             json_schema_extra={"enum": list(APPS)})
     program: Program | None = Field(None, description="A program: {build, run, metrics}.")
@@ -222,7 +245,7 @@ class Workload(BaseModel):
     def _check_app(self, app: str) -> None:
         if app not in APPS:
             raise _Problem(_not_valid(app, tuple(APPS)), "app")
-        keys = APPS[app].keys
+        keys, sizes = APPS[app].keys, APPS[app].sizes
         for name, values in self.params.items():
             if name not in keys:
                 raise _Problem(f"{app} has no argument {name!r}; valid: {', '.join(keys)}"
@@ -233,7 +256,7 @@ class Workload(BaseModel):
                 if isinstance(v, str):
                     items = v.split(",")
                 try:
-                    numbers = [parse_size(x) if name == "size" else int(x) for x in items]
+                    numbers = [parse_size(x) if name in sizes else int(x) for x in items]
                 except (TypeError, ValueError):
                     numbers = []
                 if len(numbers) != width or min(numbers) < 0:
@@ -271,8 +294,9 @@ class Workload(BaseModel):
     def arguments(self, values: dict[str, str], nprocs: int) -> list[str]:
         """The arguments after the executable for one launch (params as text)."""
         if self.app is not None:
-            return [f"{k}={parse_size(values[k]) if k == 'size' else values[k]}"
-                    for k in APPS[self.app].keys if k in values]
+            app = APPS[self.app]
+            return [f"{k}={parse_size(values[k]) if k in app.sizes else values[k]}"
+                    for k in app.keys if k in values]
         assert self.program is not None
         env = {**values, "nprocs": str(nprocs)}
         return [substitute(a, env) for a in self.program.run[1:]]

@@ -18,12 +18,12 @@ is.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from collbench import points
 from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median
 from collbench.catalog.forcing import is_forcing_mca
 from collbench.store import Store
@@ -74,23 +74,15 @@ def setting_of(row: dict[str, Any], param: Parameter) -> str | None:
     """Which value of the stage's parameter this row was measured with."""
     if param.kind == "launcher":
         return str(row["binding"] if param.name == "bind_to" else row["mapping"])
-    try:
-        swept = json.loads(row["params"] or "{}").get("swept", {})
-    except ValueError:
-        return None
-    value = swept.get(param.name)
+    swept = points.params_of(row).get("swept")
+    value = swept.get(param.name) if isinstance(swept, dict) else None
     return None if value is None else str(value)
 
 
 def fetch_rows(store: Store, column: str) -> list[dict[str, Any]]:
     cols = ("collective", "nprocs", "algorithm", "segsize", "fanout", "size_bytes",
             "repetition", "binding", "mapping", "params", "status", column)
-    con = store.connect()
-    try:
-        rows = con.execute(f"SELECT {', '.join(cols)} FROM measurements").fetchall()
-    finally:
-        con.close()
-    return [dict(zip(cols, r, strict=True)) for r in rows]
+    return [{c: r[c] for c in cols} for r in points.read(store)]
 
 
 def _key(row: dict[str, Any], param: Parameter) -> PointKey:

@@ -23,9 +23,9 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from collbench.analyse.compare import STATS
 from collbench.errors import UserError, did_you_mean
 from collbench.inputs import load_toml, read_text
+from collbench.points import COLUMN_STATS as STATS
 from collbench.spec import Spec, format_validation_error, spec_from_dict
 from collbench.spec.fields import BIND_TO, MAP_BY, mca_value
 from collbench.study.mca import McaParam, canonical, check_name, check_value

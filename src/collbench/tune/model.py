@@ -1,5 +1,5 @@
-"""Rules from a model: predictions stored as a results folder, then the same selection and
-writer as measured data (`tune.select.select_from`, `tune.writer.build`).
+"""Rules from a model: predictions (`models.predict`) stored as a results folder, then the
+same selection and writer as measured data (`tune.select.select_from`, `tune.writer.build`).
 
     write_predictions(out, launches, extra) -> Store     (also `collbench model predict`)
     predicted_selection(model, request, folder) -> (Selection, Store)
@@ -16,24 +16,15 @@ import getpass
 import os
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from collbench.analyse.compare import compare
-from collbench.analyse.modeldata import (
-    DECISIONS_VERSION,
-    DEFAULT_NETWORK,
-    Shape,
-    network,
-    prediction_rows,
-    resolve_algorithms,
-    topology,
-)
 from collbench.campaign import create_folder
 from collbench.catalog import ompi_decisions
 from collbench.errors import UserError
+from collbench.models import predict
 from collbench.models.algorithms import ALGORITHMS
 from collbench.models.p2p import P2PModel
 from collbench.store import Store
@@ -73,46 +64,7 @@ def write_predictions(out: Path, launches: Sequence[tuple[str, list[dict[str, An
     return store
 
 
-@dataclass(frozen=True)
-class Request:
-    """What to predict: collectives × process counts × one placement."""
-
-    collectives: tuple[str, ...]
-    nprocs: tuple[int, ...]
-    ppn: int | None
-    nodes: int | None
-    mapping: str
-    sizes: tuple[int, ...]
-    algorithms: str = "all"
-    shape: Shape = field(default_factory=Shape)
-    network: str = DEFAULT_NETWORK
-
-
-def launches(model: P2PModel, req: Request, name: str, model_name: str
-             ) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[str]]:
-    out: list[tuple[str, list[dict[str, Any]]]] = []
-    notes: list[str] = []
-    for coll in req.collectives:
-        algs = resolve_algorithms(coll, req.algorithms)
-        for n in req.nprocs:
-            nodes = req.nodes or (-(-n // req.ppn) if req.ppn else 1)
-            ppn = req.ppn or -(-n // nodes)
-            if n > nodes * ppn:
-                raise UserError(f"--nprocs {n} does not fit on {nodes} nodes × {ppn} ranks; "
-                                f"valid: at most {nodes * ppn}, or more --nodes")
-            topo = topology(n, nodes, ppn, req.mapping, req.shape, "model")
-            lid = f"model-{coll}-np{n}-{req.mapping}"
-            got = prediction_rows(model, coll, algs, topo, req.sizes, campaign=name,
-                                  launch_id=lid, model_name=model_name,
-                                  explicit=req.algorithms.strip() != "all",
-                                  net=network(req.network))
-            notes += got.notes
-            if got.rows:
-                out.append((lid, got.rows))
-    return out, notes
-
-
-def predicted_selection(model: P2PModel, req: Request, folder: Path, model_name: str
+def predicted_selection(model: P2PModel, req: predict.Request, folder: Path, model_name: str
                         ) -> tuple[Selection, Store]:
     """Predict into `folder` (new), then select per size as `tune` does for measurements."""
     for coll in req.collectives:
@@ -121,7 +73,7 @@ def predicted_selection(model: P2PModel, req: Request, folder: Path, model_name:
                             f"{', '.join(TUNABLE)}")
         if not ompi_decisions.has_fixed_decision(ompi_decisions.KNOWN_VERSIONS[-1], coll):
             raise UserError(f"{coll}: no Open MPI default decision to compare with")
-    runs, notes = launches(model, req, folder.name, model_name)
+    runs, notes = predict.launches(model, req, folder.name, model_name)
     if not runs:
         raise UserError("tune --model: nothing to predict; " + "; ".join(notes[:3]))
     store = write_predictions(folder, runs, {"p2p_file": model_name,
@@ -132,7 +84,7 @@ def predicted_selection(model: P2PModel, req: Request, folder: Path, model_name:
            for coll in req.collectives for alg in ("default", *ALGORITHMS[coll])}
     selection = select_from(comparison, ids, Options(significance=False,
                                                      collectives=req.collectives),
-                            "openmpi", DECISIONS_VERSION)
+                            "openmpi", predict.DECISIONS_VERSION)
     extra = tuple(dict.fromkeys(notes))
     note = ("chosen from predictions of " + model_name + " (one value per point: the fastest "
             "predicted algorithm per size, untested; validate with `collbench tune "

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from collbench import points
 from collbench.analyse.compare import Best, Comparison, PointStat, RatioStat, block_title, compare
 from collbench.analyse.smoothing import Smoothing, smooth
 from collbench.analyse.stability import SIMULATED, SIMULATED_NOTICE, noise_evidence
@@ -166,19 +167,19 @@ SIMULATED_NOTE: Final = (f"{SIMULATED_NOTICE}; the fastest algorithm per size is
 
 def _simulated(store: Store) -> bool:
     """Every ok row comes from a simulator (analyse.stability.SIMULATED): exact figures."""
-    con = store.connect()
+    con = points.connect(store)
     try:
         backends = {str(b) for (b,) in con.execute(
-            "SELECT DISTINCT backend FROM measurements WHERE status = 'ok'").fetchall()}
+            f"SELECT DISTINCT backend FROM {points.VIEW} WHERE status = 'ok'").fetchall()}
     finally:
         con.close()
     return bool(backends) and backends <= SIMULATED
 
 def _measured_ids(store: Store) -> tuple[dict[tuple[str, str], int | None], str, str]:
-    con = store.connect()
+    con = points.connect(store)
     try:
         rows = con.execute("SELECT DISTINCT collective, algorithm, algorithm_id, mpi, "
-                           "mpi_version FROM measurements WHERE status = 'ok'").fetchall()
+                           f"mpi_version FROM {points.VIEW} WHERE status = 'ok'").fetchall()
     finally:
         con.close()
     ids = {(str(c), str(a)): (int(i) if i is not None else None) for c, a, i, _, _ in rows}

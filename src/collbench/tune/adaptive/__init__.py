@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from collbench.analyse.modeldata import Shape
 from collbench.analyse.stability import SIMULATED
 from collbench.errors import UserError
+from collbench.models.predict import Shape
 from collbench.store import Store
 from collbench.tune.adaptive.engine import Config, Context, ContextTuner, Request, Tally, run
 from collbench.tune.adaptive.live import Interrupted

@@ -20,10 +20,11 @@ from dataclasses import replace
 from itertools import groupby
 from typing import Any
 
-from collbench.analyse.compare import STATS, algorithm_label
+from collbench.analyse.compare import algorithm_label
 from collbench.campaign import Campaign
 from collbench.catalog.collectives import COLLECTIVES, Kind
 from collbench.plan import Launch, Plan, Point
+from collbench.points import COLUMN_STATS as STATS
 from collbench.runner import read_kernel_output
 from collbench.tune.adaptive.engine import Context, Observation, Request
 from collbench.tune.adaptive.precise import Precision

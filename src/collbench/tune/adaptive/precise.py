@@ -23,6 +23,7 @@ from typing import Any
 
 from collbench.analyse.stats import median
 from collbench.errors import UserError
+from collbench.points import metrics_of
 
 # Statistics a prefix of rank-averaged per-iteration samples determines exactly: OSU's avg
 # is the mean over ranks of each rank's mean, i.e. the mean of the rank-averaged samples.
@@ -107,12 +108,7 @@ def prefix_row(row: Mapping[str, Any], samples: Sequence[float],
     out.update(iterations=n, avg_us=avg, median_us=median(head), min_us=None, max_us=None)
     if row.get("bandwidth_mbs") and row.get("avg_us"):
         out["bandwidth_mbs"] = float(row["bandwidth_mbs"]) * float(row["avg_us"]) / avg
-    try:
-        metrics = json.loads(row["metrics"]) if row.get("metrics") else {}
-    except ValueError:
-        metrics = {}
-    if not isinstance(metrics, dict):
-        metrics = {}
+    metrics = metrics_of(row.get("metrics"))
     for key in _STALE_METRICS:
         metrics.pop(key, None)
     reached = relative_halfwidth(head)

@@ -1,8 +1,8 @@
 """Model-guided pruning: do not race algorithms the p2p model says are clearly slower.
 
 Before a race starts at a size, every candidate's latency is predicted from a p2p model
-(models/, analyse/modeldata.predict_point: Open MPI's schedule of the algorithm costed hop
-by hop). A candidate is pruned when even the model's error cannot make it a winner:
+(models.predict.predict_point: Open MPI's schedule of the algorithm costed hop by hop).
+A candidate is pruned when even the model's error cannot make it a winner:
 
     predicted(c) · (1 − e)  >  predicted(best) · (1 + e)
 
@@ -19,10 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collbench.analyse.modeldata import NETWORKS, Network, Shape, predict_point, topology
 from collbench.catalog.algorithms import DEFAULT
 from collbench.errors import UserError
+from collbench.models.networks import NETWORKS, Network
 from collbench.models.p2p import P2PModel
+from collbench.models.predict import Shape, predict_point, topology
 from collbench.tune.adaptive.engine import Context
 
 # How one algorithm label of a context runs: (algorithm, segsize, fanout)

@@ -15,11 +15,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from collbench.analyse.compare import STATS, algorithm_label
+from collbench import points
+from collbench.analyse.compare import algorithm_label
 from collbench.analyse.stability import SIMULATED
 from collbench.analyse.stats import median
 from collbench.campaign import create_folder
 from collbench.errors import UserError, choice_error
+from collbench.points import COLUMN_STATS as STATS
 from collbench.records import COLUMNS
 from collbench.store import Store
 from collbench.tune.adaptive.engine import Context, Observation, Request
@@ -91,22 +93,18 @@ def load(store: Store, stat: str = "avg", collectives: Sequence[str] = (),
     if samples and column not in PREFIX_COLUMNS:
         raise UserError(f"--precision with --stat {stat}: not possible; per-iteration samples "
                         "give only the avg and median statistics (valid: --stat avg, median)")
-    con = store.connect()
-    try:
-        cur = con.execute("SELECT * FROM measurements WHERE status = 'ok' AND "
-                          f"{column} IS NOT NULL AND {column} > 0 "
-                          "ORDER BY repetition, launch_id")
-        names = [d[0] for d in cur.description]
-        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    rows = sorted((r for r in points.read(store, ok=True)
+                   if r[column] is not None and r[column] > 0),
+                  key=lambda r: (r["repetition"] is None, r["repetition"] or 0,
+                                 r["launch_id"] or ""))
     placements: dict[Context, set[tuple[Any, ...]]] = {}
     by: dict[Request, list[dict[str, Any]]] = {}
     for r in rows:
         if collectives and r["collective"] not in collectives:
             continue
         req = request_of(r)
-        placements.setdefault(req[:2], set()).add((r["mapping"], r["binding"], r["params"]))
+        placements.setdefault(req[:2], set()).add(
+            (r["mapping"], r["binding"], r["nodes"], r["ppn"], r["context"], r["mpi"]))
         by.setdefault(req, []).append(r)
     for (coll, nprocs), seen in placements.items():
         if len(seen) > 1:

@@ -1,0 +1,111 @@
+"""`model loggp --results DIR [--resume]`: the PLogP measurement is a campaign (the workload
+app "plogp" on the local backend) kept where the user says: a row per message size with
+the benchmark's figures, provenance, `collbench show`, and a resume that launches nothing.
+
+The test marked `mpi` runs the Open MPI wheel's mpirun for real (2 ranks, about 5 s)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from collbench.cli import main
+from collbench.store import Store
+
+SIZES = [0] + [2 ** k for k in range(11)]  # --sizes 0:1K
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("plogp-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLLBENCH_CACHE", str(folder))
+        yield folder
+
+
+def launches(folder: Path) -> list[tuple[str, int]]:
+    return sorted((p.name, p.stat().st_mtime_ns) for p in (folder / "launches").iterdir())
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "models.md"
+
+
+def documented() -> list[list[str]]:
+    """docs/models.md's `--results` block: the kept run, then its resume."""
+    text = DOCS.read_text()
+    block = text[text.index("**Keeping the measurement: `--results DIR`.**"):]
+    block = block[block.index("```") + 3:]
+    return [shlex.split(ln)[1:] for ln in block[:block.index("```")].splitlines()
+            if ln.strip()]
+
+
+@pytest.mark.mpi
+def test_kept_folder_holds_a_row_per_size_and_resume_launches_nothing(
+        cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/models.md's commands as shown, with small sizes to stay short."""
+    first, resume = documented()
+    assert "--resume" not in first and resume == [*first, "--resume"]
+    small = ["--sizes", "0:1K", "--reps", "3"]
+    monkeypatch.chdir(tmp_path)
+    kept = tmp_path / first[first.index("--results") + 1]
+    code, printed, err = run(capsys, *first, *small)
+    assert code == 0, err
+    prov = json.loads((kept / "provenance.json").read_text())
+    assert prov["program"]["name"] == "plogp" and prov["mpi"]["implementation"] == "openmpi"
+    con = Store(kept).connect()
+    rows = con.execute("SELECT collective, source, nprocs, status, mapping, size_bytes, "
+                       "avg_us, metrics FROM measurements ORDER BY mapping, size_bytes"
+                       ).fetchall()
+    assert [(r[4], r[5]) for r in rows] == [(m, s) for m in ("core", "socket") for s in SIZES]
+    for coll, source, nprocs, status, _, size, avg, metrics in rows:
+        assert (coll, source, nprocs, status) == ("plogp", "program", 2, "ok")
+        figures = json.loads(metrics)
+        assert figures["size"] == size and avg == figures["rtt_us"] > 0
+        assert figures["os_us"] > 0 and figures["or_us"] > 0 and "g_us" in figures
+    # the printed points are the stored rows' (one-way = RTT/2)
+    half = json.loads(rows[len(SIZES) - 1][7])["rtt_us"] / 2
+    assert any(ln.split()[:3] == ["core", "1024", f"{half:.4g}"]
+               for ln in printed.splitlines()), printed
+    code, text, _ = run(capsys, "show", kept, "--format", "csv")
+    assert code == 0 and text.count("plogp") >= 2 * len(SIZES)
+    written = (tmp_path / first[first.index("-o") + 1]).read_text()
+
+    before = launches(kept)
+    code, again, err = run(capsys, *resume, *small)
+    assert code == 0, err
+    assert launches(kept) == before  # nothing launched: every size was stored
+    assert "all 2 launches already stored" in err
+    # the same measurements give the same file and the same tables
+    assert (tmp_path / first[first.index("-o") + 1]).read_text() == written
+    assert again == printed
+    # without --resume the kept folder is not run over
+    code, _, err = run(capsys, *first, *small)
+    assert code == 2 and err.count("\n") == 1 and "--resume" in err, err
+
+
+@pytest.mark.parametrize(("where", "message"), [
+    ("file", "is a file; valid: a folder"),
+    ("file/sub", "cannot be created"),
+    (None, "--resume: nothing to resume; valid: with --results DIR"),
+])
+def test_a_bad_results_folder_is_one_line_exit_2(
+        where: str | None, message: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("not a folder\n")
+    extra = ["--results", tmp_path / where] if where else ["--resume"]
+    code, out, err = run(capsys, "model", "loggp", "--map-by", "core", *extra,
+                         "-o", tmp_path / "x.p2p.toml")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "x.p2p.toml").exists()
