@@ -78,6 +78,8 @@ SKIP: dict[str, str] = {
     r"--backend slurm|^collbench slurm |examples/slurm\.toml|inside salloc":
         "needs a Slurm cluster (tests/launch/slurm runs them against real daemons)",
     r"run spec\.toml -o results/x$": "inside a Slurm allocation (docs/slurm.md)",
+    r"\bbench\.toml\b|baseline/": "a CI job's own spec and reference folder (docs/ci.md; the "
+                                     "same commands run above on examples/fake.toml)",
     r"\bspec\.toml\b|\bprobe\.toml\b":
         "spec.toml/probe.toml stand for the reader's own spec",
     r"osu_bcast\.out|IMB-MPI1\.out|osu_iallgather\.out":

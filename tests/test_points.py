@@ -176,9 +176,18 @@ def _api(store: Store) -> dict[tuple[str, int, int], float]:
             for r in frame.itertuples()}
 
 
+def _report(store: Store) -> dict[tuple[str, int, int], float]:
+    from collbench.report.data import read
+
+    comp = read(store, "default", "avg", None, 0.95).comp
+    assert comp is not None
+    return {(p.algorithm, p.nprocs, p.size_bytes): p.value for p in comp.points}
+
+
 READERS: dict[str, Callable[[Store], dict[tuple[str, int, int], float]]] = {
     "compare": _compare, "show": _show, "models": _models, "against": _against,
-    "tune --adaptive replay": _replay, "study": _study, "collbench.open": _api}
+    "tune --adaptive replay": _replay, "study": _study, "collbench.open": _api,
+    "report": _report}
 
 
 @pytest.mark.parametrize("name", READERS)

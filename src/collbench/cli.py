@@ -16,15 +16,16 @@ from collbench.errors import UserError
 from collbench.version import __version__
 
 # The modules of collbench.commands, in the order `collbench --help` lists them.
-COMMAND_MODULES: Final = ("mpi", "algorithms", "run", "show", "query", "compare", "ingest",
-                          "report", "study", "tune", "rules", "slurm", "platform", "schema",
-                          "model")
+COMMAND_MODULES: Final = ("mpi", "algorithms", "run", "show", "query", "compare", "regress",
+                          "ingest", "report", "study", "tune", "rules", "slurm", "platform",
+                          "schema", "model")
 # Which module registers each command (a test keeps it in step with the modules): a
 # command line naming one imports only that module, not every command's dependencies
 # (`collbench run` started 0.15-0.2 s sooner).
 MODULE_OF: Final = {"mpi": "mpi", "algorithms": "algorithms", "plan": "run", "run": "run",
                     "show": "show", "query": "query", "export": "query",
-                    "compare": "compare", "ingest": "ingest", "report": "report",
+                    "compare": "compare", "regress": "regress", "ingest": "ingest",
+                    "report": "report",
                     "study": "study", "tune": "tune", "rules": "rules", "slurm": "slurm",
                     "platforms": "platform", "platform": "platform", "schema": "schema",
                     "model": "model"}
