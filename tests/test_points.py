@@ -216,3 +216,13 @@ def test_any_params_and_metrics_text_reads(tmp_path_factory: pytest.TempPathFact
     (got,) = points.read(store)
     assert got["context"] is None or isinstance(got["context"], str)
     assert len(points.pool([got], "avg_us")) == 1
+
+
+def test_the_study_spec_names_the_column_statistics() -> None:
+    """A pydantic Literal cannot be built from the table: it is checked against it."""
+    from typing import get_args
+
+    from collbench.study.spec import StudyTable
+
+    assert get_args(StudyTable.model_fields["statistic"].annotation) == tuple(
+        points.COLUMN_STATS)

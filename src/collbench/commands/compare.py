@@ -11,6 +11,7 @@ from collbench.analyse.compare import Comparison, compare
 from collbench.analyse.render import FORMATS, render
 from collbench.commands import options
 from collbench.errors import UserError
+from collbench.points import COLUMN_STATS
 from collbench.points import STATS as COMPARE_STATS
 from collbench.store import Store
 
@@ -102,9 +103,9 @@ def _stderr_notes(result: Comparison, fmt: str, all_warnings: bool = False) -> N
 def _against(args: argparse.Namespace) -> int:
     from collbench.analyse.against import against, predicted_points, read_points, render
 
-    if args.stat not in ("avg", "median", "min", "max"):
-        raise UserError(f"--stat {args.stat}: not valid with --against; valid: avg, median, "
-                        "min, max")
+    if args.stat not in COLUMN_STATS:
+        raise UserError(f"--stat {args.stat}: not valid with --against; valid: "
+                        f"{', '.join(COLUMN_STATS)}")
     a = Store(args.results)
     a_points = read_points(a, args.stat, args.collective, args.nprocs)
     notes: list[str] = []

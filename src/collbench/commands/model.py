@@ -27,6 +27,7 @@ from typing import Any, Final
 from collbench.commands import fitted, loggp, options
 from collbench.commands.fitted import words
 from collbench.errors import UserError, choice_error
+from collbench.points import COLUMN_STATS
 from collbench.tables import render
 
 FORMATS: Final = ("table", "csv", "json")
@@ -96,7 +97,7 @@ def add_parser(sub: options.Subparsers) -> None:
                                                      "per_level or scaled (default: "
                                                      "%(default)s)")
     s.add_argument("--collective", help="only this collective")
-    s.add_argument("--stat", choices=("avg", "median", "min", "max"), default="avg")
+    s.add_argument("--stat", choices=tuple(COLUMN_STATS), default="avg")
     _add_shape(s)
     add_network(s)
     options.add_format(s, FORMATS)
@@ -113,7 +114,7 @@ def add_parser(sub: options.Subparsers) -> None:
                    help=f"comma list of {', '.join(fitted.FORMS)} (default: %(default)s)")
     s.add_argument("--collective", help="only this collective")
     s.add_argument("--algorithm", help="only this algorithm label")
-    s.add_argument("--stat", choices=("avg", "median", "min", "max"), default="avg")
+    s.add_argument("--stat", choices=tuple(COLUMN_STATS), default="avg")
     s.add_argument("--all-forms", action="store_true", help="one row per form, not only "
                                                             "the best")
     options.add_format(s, FORMATS)
