@@ -118,8 +118,11 @@ def launch_params(launch: Launch) -> str:
 
 
 # Keys of a kernel output line that go into the row's metrics column: under SimGrid,
-# whose code ran ("port" or "smpi") and what a "default" point resolved to.
-KERNEL_METRICS = ("implementation", "resolved_algorithm", "resolved_algorithm_id")
+# whose code ran ("port" or "smpi") and what a "default" point resolved to; with a real
+# MPI, "coll_preference": "^han" when a forced coll/tuned algorithm was measured on a
+# communicator coll/han may not take (the kernel's new_measure_comm says why).
+KERNEL_METRICS = ("implementation", "resolved_algorithm", "resolved_algorithm_id",
+                  "coll_preference")
 
 
 # Figures of [measure] timing = "completion" (docs/statistics.md, "Completion time"): the

@@ -123,6 +123,9 @@
  * iallreduce, ibcast, ireduce; writable, read by libnbc at every call) and, for the fanout,
  * coll_libnbc_ibcast_knomial_radix (read-only through MPI_T: a fanout other than its
  * current value fails the point). libnbc has no segment-size cvars (segsize != 0 fails).
+ * A forced coll/tuned algorithm (either selection) is measured on a communicator that
+ * coll/han may not serve (MPI_Comm_dup_with_info, ompi_comm_coll_preference = "^han"),
+ * and its output line ends with "coll_preference": "^han" (new_measure_comm says why).
  * libnbc silently runs its linear iallgather when recursive_doubling is forced on a
  * non-power-of-two communicator.
  *
@@ -308,6 +311,7 @@ typedef struct {
     int iters;                        /* timed iterations run (precision mode: as many
                                        * as it took) */
     double precision;                 /* achieved relative CI half-width; NAN: off */
+    int han_excluded;                 /* measured on a communicator without coll/han */
 } result_t;
 
 /* Buffers and arguments of one point on this rank. */
@@ -1058,17 +1062,47 @@ static int mpit_write(const job_t *j, char *err, size_t n)
     return 0;
 }
 
-static MPI_Comm new_measure_comm(void)
+#ifdef COLLBENCH_SMPI_COMPAT_H
+#define HAN_EXCLUDABLE 0
+#else
+#define HAN_EXCLUDABLE 1
+#endif
+
+/* A forced coll/tuned algorithm (a blocking collective with an algorithm id) is measured
+ * on a communicator that coll/han may not serve. Open MPI 5.0 gives han (priority 35) every
+ * communicator that spans nodes; han then runs its own hierarchy and hands coll/tuned only
+ * its intra- and inter-node sub-communicators, so a forced tuned algorithm would run there,
+ * not at the top level its row names (seen on two emulated hosts with an LD_PRELOAD trace:
+ * the forced do_this on 2-rank sub-communicators, han's bcast on the 4-rank dup). The
+ * per-communicator info key ompi_comm_coll_preference (coll/base comm_select, Open MPI 4.1.0
+ * and 5.0.0 on) with "^han" leaves tuned at the top level; on one node han steps aside
+ * anyway, 4.1 ships it at priority 0, and other MPIs ignore the key. SMPI has no han. */
+static int forces_tuned(const job_t *j)
+{
+    return j->alg != 0 && !j->nb && !is_p2p(j->coll);
+}
+
+static MPI_Comm new_measure_comm(int exclude_han)
 {
     MPI_Comm c;
-    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup");
+#ifndef COLLBENCH_SMPI_COMPAT_H
+    if (exclude_han) {
+        MPI_Info info;
+        check_mpi(MPI_Info_create(&info), "MPI_Info_create");
+        check_mpi(MPI_Info_set(info, "ompi_comm_coll_preference", "^han"), "MPI_Info_set");
+        check_mpi(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c), "MPI_Comm_dup_with_info");
+        check_mpi(MPI_Info_free(&info), "MPI_Info_free");
+    } else
+#endif
+        check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup");
+    (void)exclude_han;
     check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     return c;
 }
 
 /* Per-launch MPI_T state: the configuration the current communicator was made for. */
 typedef struct {
-    int valid, failed, dirty_coll, dirty_nb;
+    int valid, failed, dirty_coll, dirty_nb, han_excluded;
     job_t cfg;
     char error[ERR_LEN];
 } mpit_state_t;
@@ -1108,7 +1142,8 @@ static int mpit_configure(mpit_state_t *st, const job_t *j, MPI_Comm *comm, char
     }
     if (*comm != MPI_COMM_NULL)
         check_mpi(MPI_Comm_free(comm), "MPI_Comm_free");
-    *comm = new_measure_comm();
+    st->han_excluded = HAN_EXCLUDABLE && forces_tuned(j);
+    *comm = new_measure_comm(st->han_excluded);
     return 0;
 }
 
@@ -2434,6 +2469,8 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
     }
     if (j->nb)
         write_nb_fields(&sb, j, &r->nb);
+    if (r->han_excluded)
+        sb_printf(&sb, ", \"coll_preference\": \"^han\"");
     sb_printf(&sb, "}\n");
     /* One write per line, flushed: a killed launch leaves whole lines behind (the kernel
      * keeps what the process wrote). To disk at most once per SYNC_EVERY_S and at the
@@ -2480,7 +2517,12 @@ static int smpi_unsupported(const job_t *j)
 
 static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
 {
-    MPI_Comm comm = o->mpit ? MPI_COMM_NULL : new_measure_comm();
+    /* Without --mpit the algorithm is forced for the whole launch (MCA or environment at
+     * launch): one communicator, without han when a job forces a tuned algorithm. */
+    int launch_excl = 0;
+    for (int i = 0; i < nj && HAN_EXCLUDABLE && !o->mpit; i++)
+        launch_excl |= forces_tuned(&jobs[i]);
+    MPI_Comm comm = o->mpit ? MPI_COMM_NULL : new_measure_comm(launch_excl);
     mpit_state_t st;
     pool_reserve(jobs, nj);
     memset(&st, 0, sizeof st);
@@ -2513,6 +2555,7 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
 #endif
         else
             measure(j, comm, o->validate, o->debug == DBG_CORRUPT && i == o->debug_at, &res);
+        res.han_excluded = o->mpit ? st.han_excluded : launch_excl;
         if (g_rank == 0)
             write_result(out, j, &res, o->samples);
         free(res.samples);

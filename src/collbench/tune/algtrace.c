@@ -10,11 +10,14 @@
  * requests for alltoall and reduce; alltoallv has the algorithm only).
  *
  * Every call is counted in memory, keyed by (epoch, communicator, collective, bytes,
- * algorithm, faninout, segsize); the epoch is the number of MPI_Comm_dup calls so far (the
- * collbench kernel measures on a dup, one per configuration under --mpit). "bytes" is the
+ * algorithm, faninout, segsize, communicator size); the epoch is the number of MPI_Comm_dup
+ * and MPI_Comm_dup_with_info calls so far (the collbench kernel measures on a dup, one per
+ * configuration under --mpit). The communicator's size tells the level a decision ran at:
+ * the measured dup's size is the launch's, coll/han's sub-communicators are smaller. "bytes" is the
  * message size as Open MPI's dynamic rules count it (coll_tuned_decision_dynamic.c).
  * At MPI_Finalize each rank writes $COLLBENCH_ALGTRACE.<rank>:
- *   "<epoch> <W|D> <coll> <bytes> <alg> <faninout> <segsize> <calls>"   W: MPI_COMM_WORLD
+ *   "<epoch> <W|D> <coll> <bytes> <alg> <faninout> <segsize> <calls> <size>"
+ *                                                                 W: MPI_COMM_WORLD
  *   "DUPS <n>"                                                          D: another comm
  * faninout/segsize are not initialised by Open MPI for collectives without such cvars
  * (barrier, ...): compare them only where they mean something.
@@ -37,6 +40,7 @@ struct record {
     long long bytes;
     int alg, fan, seg;
     long long calls;
+    int size;  /* the communicator's */
 };
 
 static struct record records[MAX_RECORDS];
@@ -45,13 +49,16 @@ static long long dropped;
 static int epoch;
 static int written;
 
+static long long csize(P comm);
+
 static void count(P comm, const char *coll, long long bytes, int alg, int fan, int seg)
 {
     char where = comm == (P)MPI_COMM_WORLD ? 'W' : 'D';
+    int size = (int)csize(comm);
     for (int i = nrecords - 1; i >= 0 && records[i].epoch == epoch; i--) {
         struct record *r = &records[i];
         if (r->where == where && r->coll == coll && r->bytes == bytes && r->alg == alg &&
-            r->fan == fan && r->seg == seg) {
+            r->fan == fan && r->seg == seg && r->size == size) {
             r->calls++;
             return;
         }
@@ -60,7 +67,7 @@ static void count(P comm, const char *coll, long long bytes, int alg, int fan, i
         dropped++;
         return;
     }
-    records[nrecords++] = (struct record){epoch, where, coll, bytes, alg, fan, seg, 1};
+    records[nrecords++] = (struct record){epoch, where, coll, bytes, alg, fan, seg, 1, size};
 }
 
 static void write_trace(int rank)
@@ -77,8 +84,8 @@ static void write_trace(int rank)
         return;
     for (int i = 0; i < nrecords; i++) {
         struct record *r = &records[i];
-        fprintf(f, "%d %c %s %lld %d %d %d %lld\n", r->epoch, r->where, r->coll, r->bytes,
-                r->alg, r->fan, r->seg, r->calls);
+        fprintf(f, "%d %c %s %lld %d %d %d %lld %d\n", r->epoch, r->where, r->coll, r->bytes,
+                r->alg, r->fan, r->seg, r->calls, r->size);
     }
     fprintf(f, "DUPS %d\n", epoch);
     if (dropped)
@@ -115,6 +122,13 @@ int MPI_Finalize(void)
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     int rc = PMPI_Comm_dup(comm, newcomm);
+    epoch++;
+    return rc;
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
     epoch++;
     return rc;
 }

@@ -31,6 +31,7 @@ class Call:
     faninout: int
     segsize: int
     calls: int
+    comm_size: int = 0  # the communicator's size (0: a trace written before it was recorded)
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,9 @@ def parse_trace(text: str, rank: int) -> Trace:
             dups = int(f[1])
         elif f[:1] == ["DROPPED"]:
             dropped = int(f[1])
-        elif len(f) == 8:
+        elif len(f) in (8, 9):
             calls.append(Call(int(f[0]), f[1] == "W", f[2], int(f[3]), int(f[4]), int(f[5]),
-                              int(f[6]), int(f[7])))
+                              int(f[6]), int(f[7]), int(f[8]) if len(f) == 9 else 0))
     return Trace(rank, tuple(calls), dups, dropped)
 
 
