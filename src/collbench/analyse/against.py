@@ -39,7 +39,15 @@ from collbench.models.accuracy import (
 )
 from collbench.models.networks import DEFAULT_NETWORK, NETWORKS, Network
 from collbench.models.p2p import P2PModel
-from collbench.models.predict import DEFAULT, modelled, predict_point, topology
+from collbench.models.predict import (
+    DEFAULT,
+    MAX_US,
+    beyond,
+    modelled,
+    predict_point,
+    topology,
+    unbounded,
+)
 from collbench.sizes import format_size
 from collbench.store import Store
 from collbench.tables import csv_table
@@ -133,10 +141,14 @@ def read_points(store: Store, stat: str = "avg", collective: str | None = None,
 
 def predicted_points(store: Store, model: P2PModel, stat: str = "avg",
                      collective: str | None = None, nprocs: int | None = None,
-                     net: Network = NETWORKS[DEFAULT_NETWORK]
+                     net: Network = NETWORKS[DEFAULT_NETWORK], where: str = "p2p model"
                      ) -> tuple[dict[Key, float], list[str]]:
     """The model's prediction at every modelled point of the folder (its placement, the
-    machine shape of its provenance or SimGrid platform; messages as `net` says)."""
+    machine shape of its provenance or SimGrid platform; messages as `net` says).
+
+    A prediction that is not a time (not finite, or beyond predict.MAX_US) is a one-line
+    UserError: leaving the point out would hide the model's worst error from the measures
+    of how wrong it is."""
     shape = machine_shape(store)
     rows = [r for r in collective_rows(store, stat, collective, pingpong=True)
             if nprocs is None or r.nprocs == nprocs]
@@ -146,8 +158,8 @@ def predicted_points(store: Store, model: P2PModel, stat: str = "avg",
         if r.collective == "latency" and r.nprocs == 2:  # the ping-pong itself
             level = pingpong_level(r.mapping, r.nodes, r.ppn, str(store.root))
             if level is not None:
-                out[Key(r.collective, r.label, 2, r.mapping or "", r.size_bytes)] = \
-                    model.time_us(level, r.size_bytes)
+                key = Key(r.collective, r.label, 2, r.mapping or "", r.size_bytes)
+                out[key] = _bounded(model.time_us(level, r.size_bytes), key, where)
             continue
         if r.segsize or r.fanout or not modelled(r.collective, r.algorithm):
             skipped.add(f"{r.collective}/{r.label}")
@@ -162,9 +174,19 @@ def predicted_points(store: Store, model: P2PModel, stat: str = "avg",
             skipped.add(f"{r.collective}/{r.label}")
             continue
         value = {"avg": avg, "median": avg, "min": lo, "max": hi}[stat]
-        out[Key(r.collective, r.label, r.nprocs, r.mapping or "", r.size_bytes)] = value
+        key = Key(r.collective, r.label, r.nprocs, r.mapping or "", r.size_bytes)
+        out[key] = _bounded(value, key, where)
     notes = [f"not modelled, left out: {', '.join(sorted(skipped))}"] if skipped else []
     return out, notes
+
+
+def _bounded(value: float, key: Key, where: str) -> float:
+    if unbounded(value) is not None:
+        raise UserError(f"{where}: {key.collective} {key.algorithm} np={key.nprocs} "
+                        f"{key.mapping or '-'} size {key.size_bytes}: predicted "
+                        f"{beyond(value)}; valid: a model whose predictions are times of "
+                        f"at most {MAX_US:g} us")
+    return value
 
 
 def against(a: dict[Key, float], b: dict[Key, float], a_name: str, b_name: str,

@@ -34,6 +34,8 @@ Timeouts and interruption kill the whole process group (launch.process).
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import os
 import re
 import shutil
@@ -67,6 +69,7 @@ from collbench.launch.base import (
     Planning,
 )
 from collbench.launch.process import run_group
+from collbench.models.predict import MAX_US
 from collbench.plan import LAUNCH, Launch
 from collbench.platforms.loader import platform_args
 from collbench.platforms.model import Cluster, builtin_names, load_cluster, parse_cluster
@@ -139,6 +142,45 @@ def _lines(path: Path) -> int:
         return sum(1 for line in path.read_text(errors="replace").splitlines() if line.strip())
     except OSError:
         return 0
+
+
+_ROW_TIMES: Final = ("avg_us", "min_us", "max_us", "median_us")
+
+
+def bound_times(outfile: Path, limit: float = MAX_US) -> int:
+    """Mark failed, in the kernel's output, each ok point whose simulated time is not one a
+    run takes (negative, not finite, beyond `limit`), with the reason and without its
+    times; how many. A description's numbers are bounded, but 1 GiB over its slowest link
+    still takes 12 days: the point is failed (its launch's other points stand), as a
+    measurement that went wrong is."""
+    try:
+        lines = outfile.read_text(errors="replace").splitlines()
+    except OSError:
+        return 0
+    changed = 0
+    for i, line in enumerate(lines):
+        try:
+            got = json.loads(line)
+        except ValueError:
+            continue  # a cut line: the runner drops it
+        if not isinstance(got, dict) or got.get("status") != "ok":
+            continue
+        times = {k: v for k, v in got.items() if k.endswith("_us") and isinstance(v, int | float)
+                 and not isinstance(v, bool)}
+        # the row's times are >= 0; other figures (a non-blocking slowdown) may be < 0
+        bad = next((v for k, v in times.items() if not (math.isfinite(v) and abs(v) <= limit)
+                    or (k in _ROW_TIMES and v < 0)), None)
+        if bad is None:
+            continue
+        got.update(dict.fromkeys([*times, "samples_us"]), status="failed",
+                   error=f"simulated {bad:.6g} us is beyond the bound of 0 to {limit:g} us "
+                         "(no run takes that long: the platform's links are too slow for "
+                         "this size)")
+        lines[i] = json.dumps(got)
+        changed += 1
+    if changed:
+        outfile.write_text("\n".join(lines) + "\n")
+    return changed
 
 
 # What matters in SMPI's stderr: errors, deadlocks, algorithm fallbacks, the kernel's own
@@ -447,6 +489,8 @@ class SimgridBackend(LaunchBackend):
                   else "ok" if done.returncode == 0 else "failed")
         if status == "ok" and _lines(call.outfile) < len(launch.points):
             status = "failed"  # SMPI exits 0 after reporting a deadlock
+        if launch.program is None:
+            bound_times(call.outfile)
         used = sorted({node for node, _ in place(s.cluster, launch.nprocs, launch.mapping)})
         tail = smpi_messages(call.work / "stderr.txt") or done.stderr_tail
         return LaunchOutcome(status, argv, done.returncode, done.wall_s, tail,  # type: ignore[arg-type]

@@ -55,14 +55,18 @@ Units: latency ns, us (or µs), ms, s; bandwidth B/s, kB/s, MB/s, GB/s, TB/s, Ki
 GiB/s, Gbit/s (10⁹ bits/s); sizes B, kB, MB, GB, KiB, MiB, GiB; gap per byte (G) ps/B, ns/B,
 us/B (or µs/B), ms/B, s/B. A level table holds either `latency` + `bandwidth` (one regime) or
 `regimes`, not both; regimes are listed in increasing `from` order, the first from 0.
-Latency may be 0, bandwidth must be > 0. A level's optional `loggp` table holds all of L,
-o_s, o_r, g (times) and G (time per byte), each finite and >= 0, and optionally `G_from` (a
-size) and `method` (text); it is written beside the Hockney parameters, never instead of
-them (the costing of `model predict` uses latency and bandwidth). Every level in
-`required_levels` (core, socket, node by default) must be present. Unknown keys, missing
-units, zero/negative/non-finite values, files over 1 MiB and nesting deeper than 6 are
-refused with one line
-`<file>: <field>: <bad value> ...; valid: ...`.
+A level's optional `loggp` table holds all of L, o_s, o_r, g (times) and G (time per
+byte), and optionally `G_from` (a size) and `method` (text); it is written beside the
+Hockney parameters, never instead of them (the costing of `model predict` uses latency and
+bandwidth). Every level in `required_levels` (core, socket, node by default) must be
+present.
+
+Every number is bounded (the ranges below, docs/models.md "Bounds"): latencies, overheads
+and gaps 0 to 1 s (0: a fit through the origin has none), a latency interval -1 s to 1 s,
+bandwidths 1 kB/s to 10 TB/s, G 0 to 1 ms/B (1 kB/s), sizes 0 to 2^40 bytes, fit points 0
+to 2^40, fit errors 0 to 1e6 %, bic -1e12 to 1e12. Unknown keys, missing units, values out
+of range or not finite, files over 1 MiB and nesting deeper than 6 are refused with one
+line `<file>: <field>: <bad value> ...; valid: ...`.
 '''
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -100,6 +105,31 @@ LOGGP_NAMES: Final = {"L": "latency", "o_s": "send overhead", "o_r": "receive ov
                       "g": "gap", "G": "gap per byte"}
 REGIME_KEYS: Final = ("from", "latency", "bandwidth", "latency_ci", "bandwidth_ci")
 FIT_KEYS: Final = ("points", "median_abs_pct_error", "p95_abs_pct_error", "bic")
+
+
+@dataclass(frozen=True)
+class Range:
+    """Inclusive bounds of a number, in the reader's units (µs, B/s, µs/B, bytes), and
+    the same in words for the one-line error."""
+
+    low: float
+    high: float
+    words: str
+
+    def holds(self, value: float) -> bool:
+        return math.isfinite(value) and self.low <= value <= self.high
+
+
+# Physically meaningful ranges: a time beyond a second per message or a bandwidth outside
+# 1 kB/s..10 TB/s is a typo or a unit slip, and would make predictions absurd or inf.
+LATENCY: Final = Range(0.0, 1e6, "from 0 to 1 s")  # also o_s, o_r, g
+LATENCY_CI: Final = Range(-1e6, 1e6, "from -1 s to 1 s")  # a fitted interval may reach < 0
+BANDWIDTH: Final = Range(1e3, 1e13, "from 1 kB/s to 10 TB/s")
+GAP_PER_BYTE: Final = Range(0.0, 1e3, "from 0 to 1 ms/B")  # 1 ms/B = 1 kB/s
+SIZE: Final = Range(0, 1 << 40, "from 0 to 2^40 bytes (1 TiB)")
+POINTS: Final = Range(0, 1 << 40, "an integer from 0 to 2^40")
+PERCENT: Final = Range(0.0, 1e6, "a number from 0 to 1e6")
+BIC: Final = Range(-1e12, 1e12, "a number from -1e12 to 1e12")
 _QUANTITY = re.compile(r"^\s*([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?|[-+]?inf|nan)\s*(\S+)\s*$")
 
 
@@ -126,8 +156,8 @@ class _Reader:
         return value
 
     def quantity(self, value: object, field: str, units: Mapping[str, float],
-                 what: str, lowest: str = "> 0") -> float:
-        valid = f"a {what} {lowest} with a unit, e.g. \"{_example(units)}\" (units: " \
+                 what: str, bounds: Range) -> float:
+        valid = f"a {what} {bounds.words} with a unit, e.g. \"{_example(units)}\" (units: " \
                 f"{', '.join(units)})"
         if not isinstance(value, str):
             raise self.fail(field, value, valid)
@@ -139,18 +169,17 @@ class _Reader:
         except ValueError:
             raise self.fail(field, value, valid) from None
         result = number * units[m.group(2)]
-        bad = {"> 0": result <= 0, ">= 0": result < 0, "finite": False}[lowest]
-        if not math.isfinite(result) or bad:
+        if not bounds.holds(result):
             raise self.fail(field, value, valid)
         return result
 
     def size(self, value: object, field: str) -> int:
-        valid = "a size in bytes >= 0: an integer or \"<n> <unit>\" (units: " \
+        valid = f"a size {SIZE.words}: an integer or \"<n> <unit>\" (units: " \
                 f"{', '.join(SIZE_UNITS)})"
         if isinstance(value, bool):
             raise self.fail(field, value, valid)
         if isinstance(value, int):
-            if not 0 <= value < 2 ** 63:
+            if not SIZE.low <= value <= SIZE.high:
                 raise self.fail(field, value, valid)
             return value
         if not isinstance(value, str):
@@ -162,30 +191,27 @@ class _Reader:
             number = float(m.group(1)) * SIZE_UNITS[m.group(2)]
         except ValueError:
             raise self.fail(field, value, valid) from None
-        if not math.isfinite(number) or number < 0 or number >= 2 ** 63 \
-                or number != int(number):
+        if not SIZE.holds(number) or number != int(number):
             raise self.fail(field, value, valid)
         return int(number)
 
     def interval(self, value: object, field: str, units: Mapping[str, float],
-                 what: str, lowest: str) -> tuple[float, float]:
+                 what: str, bounds: Range) -> tuple[float, float]:
         if not isinstance(value, list) or len(value) != 2:
             raise self.fail(field, value, f"two {what}s with units [low, high]")
-        lo = self.quantity(value[0], f"{field}[0]", units, what, lowest)
-        hi = self.quantity(value[1], f"{field}[1]", units, what, lowest)
+        lo = self.quantity(value[0], f"{field}[0]", units, what, bounds)
+        hi = self.quantity(value[1], f"{field}[1]", units, what, bounds)
         if lo > hi:
             raise self.fail(field, value, "[low, high] with low <= high")
         return lo, hi
 
-    def number(self, value: object, field: str, *, integer: bool = False) -> float:
-        valid = "an integer >= 0" if integer else "a finite number >= 0"
+    def number(self, value: object, field: str, bounds: Range, *,
+               integer: bool = False) -> float:
+        # compared before any float(): a TOML integer may be too large for one
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or (integer and not isinstance(value, int)):
-            raise self.fail(field, value, valid)
-        if isinstance(value, int) and not 0 <= value < 2 ** 63:
-            raise self.fail(field, value, valid)
-        if not math.isfinite(value) or value < 0:
-            raise self.fail(field, value, valid)
+                or (integer and not isinstance(value, int)) \
+                or not bounds.low <= value <= bounds.high:  # NaN compares False
+            raise self.fail(field, value, bounds.words)
         return float(value)
 
     def text(self, value: object, field: str) -> str:
@@ -215,13 +241,13 @@ def _regime(rd: _Reader, raw: Mapping[str, Any], field: str, with_from: bool) ->
                           "bandwidth = \"10 GB/s\"")
     if with_from and "from" not in raw:
         raise rd.fail(f"{field}.from", "missing", "the regime's smallest size in bytes")
-    alpha = rd.quantity(raw["latency"], f"{field}.latency", TIME_UNITS, "latency", ">= 0")
-    beta = rd.quantity(raw["bandwidth"], f"{field}.bandwidth", BW_UNITS, "bandwidth")
-    # a fitted latency's interval may reach below 0; a bandwidth's may not
+    alpha = rd.quantity(raw["latency"], f"{field}.latency", TIME_UNITS, "latency", LATENCY)
+    beta = rd.quantity(raw["bandwidth"], f"{field}.bandwidth", BW_UNITS, "bandwidth",
+                       BANDWIDTH)
     alpha_ci = rd.interval(raw["latency_ci"], f"{field}.latency_ci", TIME_UNITS, "latency",
-                           "finite") if "latency_ci" in raw else None
+                           LATENCY_CI) if "latency_ci" in raw else None
     beta_ci = rd.interval(raw["bandwidth_ci"], f"{field}.bandwidth_ci", BW_UNITS,
-                          "bandwidth", "> 0") if "bandwidth_ci" in raw else None
+                          "bandwidth", BANDWIDTH) if "bandwidth_ci" in raw else None
     start = rd.size(raw["from"], f"{field}.from") if with_from else 0
     return Regime(start, alpha, beta, alpha_ci, beta_ci)
 
@@ -260,15 +286,13 @@ def _level(rd: _Reader, name: str, raw: object) -> LevelModel:
                           "points, median_abs_pct_error and p95_abs_pct_error together")
         if not missing:
             error = FitError(
-                int(rd.number(fit["points"], f"{field}.fit.points", integer=True)),
-                rd.number(fit["median_abs_pct_error"], f"{field}.fit.median_abs_pct_error"),
-                rd.number(fit["p95_abs_pct_error"], f"{field}.fit.p95_abs_pct_error"))
+                int(rd.number(fit["points"], f"{field}.fit.points", POINTS, integer=True)),
+                rd.number(fit["median_abs_pct_error"], f"{field}.fit.median_abs_pct_error",
+                          PERCENT),
+                rd.number(fit["p95_abs_pct_error"], f"{field}.fit.p95_abs_pct_error",
+                          PERCENT))
         if "bic" in fit:
-            b = fit["bic"]
-            if isinstance(b, bool) or not isinstance(b, (int, float)) \
-                    or not math.isfinite(b):
-                raise rd.fail(f"{field}.fit.bic", b, "a finite number")
-            bic = float(b)
+            bic = rd.number(fit["bic"], f"{field}.fit.bic", BIC)
     loggp = _loggp(rd, table["loggp"], f"{field}.loggp") if "loggp" in table else None
     return LevelModel(name, tuple(regimes), transport, error, bic, loggp)
 
@@ -280,9 +304,10 @@ def _loggp(rd: _Reader, raw: object, field: str) -> LogGP:
             raise rd.fail(f"{field}.{key}", "missing",
                           "L, o_s, o_r, g and G together, with units, e.g. L = \"1 us\", "
                           "G = \"0.1 ns/B\"")
-    L, o_s, o_r, g = (rd.quantity(table[k], f"{field}.{k}", TIME_UNITS, LOGGP_NAMES[k], ">= 0")
-                      for k in ("L", "o_s", "o_r", "g"))
-    per_byte = rd.quantity(table["G"], f"{field}.G", GAP_UNITS, LOGGP_NAMES["G"], ">= 0")
+    L, o_s, o_r, g = (rd.quantity(table[k], f"{field}.{k}", TIME_UNITS, LOGGP_NAMES[k],
+                                  LATENCY) for k in ("L", "o_s", "o_r", "g"))
+    per_byte = rd.quantity(table["G"], f"{field}.G", GAP_UNITS, LOGGP_NAMES["G"],
+                           GAP_PER_BYTE)
     start = rd.size(table["G_from"], f"{field}.G_from") if "G_from" in table else None
     method = rd.text(table["method"], f"{field}.method") if "method" in table else None
     return LogGP(L, o_s, o_r, g, per_byte, start, method)
@@ -348,7 +373,8 @@ def parse_p2p(data: bytes, where: str = "<p2p>",
         red = rd.table(top["reduce"], "reduce", ("bandwidth",))
         if "bandwidth" not in red:
             raise rd.fail("reduce.bandwidth", "missing", "a bandwidth with a unit")
-        gamma = 1e6 / rd.quantity(red["bandwidth"], "reduce.bandwidth", BW_UNITS, "bandwidth")
+        gamma = 1e6 / rd.quantity(red["bandwidth"], "reduce.bandwidth", BW_UNITS, "bandwidth",
+                                  BANDWIDTH)
     return P2PModel(levels, gamma, source)
 
 
@@ -451,14 +477,20 @@ def _reduce_bandwidth(gamma: float) -> float:
 
 
 def _finite_cis(r: Regime) -> Regime:
-    def ok(ci: tuple[float, float] | None, positive: bool) -> tuple[float, float] | None:
-        if ci is None or not all(math.isfinite(v) and (v > 0 or not positive) for v in ci):
+    """`r` without an interval the reader would refuse (an unbounded or out-of-range bound
+    of a fit's interval: informative only, so it is left out rather than the file)."""
+    def ok(ci: tuple[float, float] | None, bounds: Range) -> tuple[float, float] | None:
+        if ci is None or not all(bounds.holds(v) for v in ci):
             return None
         return ci
-    return Regime(r.from_bytes, r.alpha_us, r.beta_bytes_per_s, ok(r.alpha_ci, False),
-                  ok(r.beta_ci, True))
+    return Regime(r.from_bytes, r.alpha_us, r.beta_bytes_per_s, ok(r.alpha_ci, LATENCY_CI),
+                  ok(r.beta_ci, BANDWIDTH))
 
 
 def write_p2p(model: P2PModel, path: str | Path) -> None:
-    """Write `model` as a .p2p.toml file (complete or not at all)."""
-    atomic_write(Path(path), format_p2p(model).encode("utf-8"), mode=0o644)
+    """Write `model` as a .p2p.toml file (complete or not at all). What is written is read
+    back first: a fit out of the readers' bounds is one line naming the field, and no file
+    collbench writes is one it refuses."""
+    text = format_p2p(model)
+    parse_p2p(text.encode("utf-8"), str(path), required_levels=())
+    atomic_write(Path(path), text.encode("utf-8"), mode=0o644)

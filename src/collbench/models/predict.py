@@ -32,6 +32,10 @@ from collbench.records import make_row
 MODEL_SOURCE: Final = "model"
 DEFAULT: Final = "default"
 DECISIONS_VERSION: Final = "5.0"
+# The longest time a prediction may claim (µs; 11.6 days): a model file's numbers are
+# bounded (p2pfile), but a slow network times a large size times many steps still gives
+# times no run takes, and beyond 1e308 they are inf.
+MAX_US: Final = 1e12
 
 
 # --- the machine --------------------------------------------------------------------------
@@ -148,15 +152,32 @@ class Predicted:
     notes: list[str]
 
 
+def unbounded(*values: float) -> float | None:
+    """The first of `values` that is not a time a run can take (not finite, negative or
+    beyond MAX_US), None when all are."""
+    return next((v for v in values if not (math.isfinite(v) and 0 <= v <= MAX_US)), None)
+
+
+def beyond(value: float) -> str:
+    return (f"{value:.6g} us is beyond the bound of 0 to {MAX_US:g} us (no run takes that "
+            "long: the model's latencies and bandwidths are too slow for this size)")
+
+
 def prediction_rows(model: P2PModel, collective: str, algorithms: Sequence[str],
                     topo: Topology, sizes: Iterable[int], *, campaign: str, launch_id: str,
                     model_name: str, explicit: bool = True,
                     net: Network = NETWORKS[DEFAULT_NETWORK]) -> Predicted:
     """Predicted rows, one per algorithm and size. An algorithm that cannot run at this
-    process count is an error when named (`explicit`), else left out with a note."""
+    process count is an error when named (`explicit`), else left out with a note.
+
+    A prediction beyond MAX_US (or not finite) is stored as a failed row with the reason,
+    not refused: the other points of the request are sound, and a failed row is what
+    show, compare and tune already leave out (the model has no time for that point, as a
+    failed measurement has none)."""
     nodes_used, ppn_used = _occupied(topo)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
+    failed: list[str] = []
     sizes = sorted(set(sizes))
     for alg in algorithms:
         try:
@@ -173,6 +194,9 @@ def prediction_rows(model: P2PModel, collective: str, algorithms: Sequence[str],
                                        "network": net.name}
             if alg == DEFAULT:
                 metrics["runs"] = default_algorithm(collective, topo.nprocs, size)
+            bad = unbounded(avg, lo, hi)
+            if bad is not None:
+                failed.append(f"{alg} at {size} B")
             rows.append(make_row(
                 campaign=campaign, launch_id=launch_id, repetition=0, backend=MODEL_SOURCE,
                 source=MODEL_SOURCE, mpi="openmpi", mpi_version=DECISIONS_VERSION,
@@ -180,9 +204,14 @@ def prediction_rows(model: P2PModel, collective: str, algorithms: Sequence[str],
                 fanout=0, selection="none", params="{}", nprocs=topo.nprocs,
                 nodes=nodes_used, ppn=ppn_used, mapping=topo.mapping,
                 binding=None, size_bytes=size, iterations=1, warmup=0,
-                avg_us=_round(avg), min_us=_round(lo), max_us=_round(hi),
-                median_us=_round(avg), metrics=json.dumps(metrics, sort_keys=True),
-                validated=None, status="ok", error=None))
+                avg_us=_round(avg, bad), min_us=_round(lo, bad), max_us=_round(hi, bad),
+                median_us=_round(avg, bad), metrics=json.dumps(metrics, sort_keys=True),
+                validated=None, status="ok" if bad is None else "failed",
+                error=None if bad is None else f"predicted {beyond(bad)}"))
+    if failed:
+        notes.append(f"{collective} at np={topo.nprocs}: {len(failed)} prediction(s) beyond "
+                     f"{MAX_US:g} us stored as failed ({', '.join(failed[:3])}"
+                     f"{' ...' if len(failed) > 3 else ''})")
     return Predicted(rows, notes)
 
 
@@ -196,8 +225,8 @@ def _occupied(topo: Topology) -> tuple[int, int]:
     return len(per_node), max(per_node.values())
 
 
-def _round(v: float) -> float:
-    return float(f"{v:.6g}") if math.isfinite(v) else v
+def _round(v: float, bad: float | None = None) -> float | None:
+    return None if bad is not None else float(f"{v:.6g}")
 
 
 # --- a request: collectives × process counts × one placement ------------------------------

@@ -29,15 +29,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from pydantic import ValidationError
+
 from collbench.errors import UserError
-from collbench.platforms.model import Cluster, Level
+from collbench.platforms.model import BANDWIDTH, BYTES, FACTOR, LATENCY, Cluster, Level
 from collbench.platforms.simgrid_xml import SMPI_ENVELOPE
+from collbench.spec import format_validation_error
 
 ROUNDS: Final = 4
 GOOD_ENOUGH_PCT: Final = 0.5  # stop correcting once every point is this close
 RIDGE: Final = 1e-4  # pulls a bucket's two factors towards 1 where the data cannot tell
 OVERHEAD_SHARE: Final = 0.9  # o_s + o_r may take at most this share of the latency α
 MIN_NET_SHARE: Final = 0.05  # the network's part of a time never goes below this share
+# A ping-pong time is 1 ns (the shortest latency a description holds) to 1e12 µs (no
+# run's, as models.predict.MAX_US); 0 would divide by zero in the fits.
+TIMES: Final = (1e-3, 1e12)
 
 Points = dict[int, float]  # size_bytes -> one-way latency (µs)
 Simulate = Callable[[Cluster, list[str], list[int]], dict[str, Points]]
@@ -78,9 +84,12 @@ def hockney(points: Points) -> tuple[float, float]:
     big, t_big = max(points.items())
     small = min(points.values())
     alpha = alpha if alpha > 0 else 0.5 * small
+    fastest = 1.0 / BANDWIDTH.high  # µs/byte: a flat curve is as fast as a link may be
     if beta <= 0:
-        beta = max((t_big - alpha) / big, 1e-9) if big else 1e-9
-    return alpha, beta
+        beta = (t_big - alpha) / big if big else fastest
+    # Faster than the description's bounds is clamped (harmless: the factors absorb it);
+    # slower is left for the description to refuse, as the data then is no network's.
+    return max(alpha, LATENCY.low), max(beta, fastest)
 
 
 def _bucket(terms: list[tuple[float, float]]) -> tuple[float, float]:
@@ -111,9 +120,15 @@ def fit_factors(points: Points, alpha: float, beta: float, overhead: float = 0.0
         t = max(points[size] - overhead, MIN_NET_SHARE * points[size])
         x, y = _bucket([(alpha / t, (size + SMPI_ENVELOPE) * beta / t)])
         start = 0 if k == 0 else sizes[k - 1] + 1  # from just above the previous size
-        lat.append((start, x))
-        bw.append((start, 1.0 / y))
+        lat.append((start, _factor(x)))
+        bw.append((start, _factor(1.0 / y)))
     return lat, bw
+
+
+def _factor(f: float) -> float:
+    """`f` within the description's factor range: a correction beyond it is no network's,
+    and the simulate-and-correct rounds report the error that remains."""
+    return min(max(f, FACTOR.low), FACTOR.high)
 
 
 Overheads = Mapping[str, tuple[float, float]]  # level -> (o_s µs, o_r µs)
@@ -121,12 +136,38 @@ Overheads = Mapping[str, tuple[float, float]]  # level -> (o_s µs, o_r µs)
 
 def _with(base: Cluster, params: Mapping[str, tuple[float, float]],
           tables: Mapping[str, Tables], overheads: Overheads) -> Cluster:
-    fitted = {name: Level(latency_us=alpha, bandwidth_mbs=1.0 / beta,
-                          lat_factor=tables[name][0], bw_factor=tables[name][1],
-                          send_overhead_us=overheads.get(name, (0.0, 0.0))[0],
-                          recv_overhead_us=overheads.get(name, (0.0, 0.0))[1])
-              for name, (alpha, beta) in params.items()}
-    return base.model_copy(update={"levels": base.levels.model_copy(update=fitted)})
+    """`base` with the fitted levels, validated as a description read from a file is (a
+    fit out of the bounds is one line, never a description collbench cannot read back)."""
+    fitted = {name: Level.model_construct(
+        latency_us=alpha, bandwidth_mbs=1.0 / beta, lat_factor=tables[name][0],
+        bw_factor=tables[name][1], send_overhead_us=overheads.get(name, (0.0, 0.0))[0],
+        recv_overhead_us=overheads.get(name, (0.0, 0.0))[1])
+        for name, (alpha, beta) in params.items()}
+    levels = base.levels.model_copy(update=fitted)
+    data = base.model_copy(update={"levels": levels}).model_dump()
+    try:
+        return Cluster.model_validate(data)
+    except ValidationError as e:
+        raise UserError(format_validation_error(e, f"calibrated {base.name} (fit of "
+                                                   f"{', '.join(params)})")) from None
+
+
+def _check_times(points: Mapping[str, Points], what: str,
+                 expected: Mapping[str, Points] | None = None) -> None:
+    """Every time of `points` is one a ping-pong can take (and, for a simulation, every
+    level and size of `expected` is there)."""
+    for lv, pts in (expected or points).items():
+        for size in pts:
+            t = points.get(lv, {}).get(size)
+            if t is None:
+                raise UserError(f"{what} ping-pong {lv} at {size} B: missing; valid: a time "
+                                "per level and size measured")
+            if not (isinstance(t, int | float) and TIMES[0] <= t <= TIMES[1]):
+                raise UserError(f"{what} ping-pong {lv} at {size} B: {t!r} µs is not valid; "
+                                f"valid: a time from {TIMES[0]:g} to {TIMES[1]:g} µs")
+            if not BYTES.holds(size):
+                raise UserError(f"{what} ping-pong {lv}: size {size!r} is not valid; valid: "
+                                f"{BYTES.words}")
 
 
 def _check_base(base: Cluster, measured: Mapping[str, Points]) -> None:
@@ -165,6 +206,7 @@ def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
     by the platform loader; the latency factors start from α − o_s − o_r so that the
     ping-pong still takes α, and the simulate-and-correct rounds absorb the rest."""
     _check_base(base, measured)
+    _check_times(measured, "measured")
     params = {lv: hockney(pts) for lv, pts in measured.items()}
     notes: list[str] = []
     over = usable_overheads(overheads or {}, params, notes)
@@ -173,6 +215,7 @@ def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
     levels, sizes = list(measured), sorted({s for pts in measured.values() for s in pts})
     cluster = _with(base, params, tables, over)
     simulated = simulate(cluster, levels, sizes)
+    _check_times(simulated, "simulated", measured)
     for _ in range(ROUNDS):
         worst = max(abs(simulated[lv][s] / t - 1) for lv, pts in measured.items()
                     for s, t in pts.items())
@@ -183,6 +226,7 @@ def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
                   for lv, pts in measured.items()}
         cluster = _with(base, params, tables, over)
         simulated = simulate(cluster, levels, sizes)
+        _check_times(simulated, "simulated", measured)
     kept = [lv for lv in ("intra_socket", "inter_socket", "inter_node")
             if lv not in measured and base.level(lv) is not None]
     result = Calibration(cluster, measured, simulated, kept, notes)
@@ -200,8 +244,9 @@ def _corrected(tables: Tables, measured: Points, simulated: Points,
     sizes = sorted(measured)
     ratio = {s: max(measured[s] - overhead, MIN_NET_SHARE * measured[s])
              / max(simulated[s] - overhead, MIN_NET_SHARE * simulated[s]) for s in sizes}
-    new_lat = [(start, x * ratio[s]) for (start, x), s in zip(lat, sizes, strict=True)]
-    new_bw = [(start, b / ratio[s]) for (start, b), s in zip(bw, sizes, strict=True)]
+    new_lat = [(start, _factor(x * ratio[s])) for (start, x), s in zip(lat, sizes,
+                                                                       strict=True)]
+    new_bw = [(start, _factor(b / ratio[s])) for (start, b), s in zip(bw, sizes, strict=True)]
     return new_lat, new_bw
 
 

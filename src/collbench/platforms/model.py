@@ -1,16 +1,22 @@
 """A cluster description (TOML): nodes, sockets, cores, per-level latency/bandwidth, topology.
 
 Validated with pydantic; every problem is one line `<file>: <key.path>: <problem>; valid:
-...`, reported before any simulation starts. The numbers per level are what a ping-pong
-between two ranks measures at that level (OSU's one-way latency and bandwidth in MB/s =
-1e6 B/s): `intra_socket` (two cores of one socket), `inter_socket` (two sockets of one
-node), `inter_node` (two nodes). collbench.platforms.simgrid_xml turns it into SimGrid XML.
+...`, reported before any simulation starts. Every number is bounded (docs/simgrid.md,
+"Bounds"): latencies 1 ns to 1 s, bandwidths 1 kB/s to 10 TB/s, overheads and hop
+latencies 0 to 1 s, factors 1e-3 to 1e3, sizes and thresholds 0 to 2^40 bytes, counts 1 to
+2^17, oversubscription 1 to 1000, [calibration] numbers -1e18 to 1e18. The numbers per
+level are what a ping-pong between two ranks measures at that level (OSU's one-way latency
+and bandwidth in MB/s = 1e6 B/s): `intra_socket` (two cores of one socket), `inter_socket`
+(two sockets of one node), `inter_node` (two nodes). collbench.platforms.simgrid_xml turns
+it into SimGrid XML.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -28,18 +34,52 @@ from pydantic import (
 from collbench.errors import UserError, did_you_mean
 from collbench.inputs import load_toml, read_text
 from collbench.spec import format_validation_error
+from collbench.spec.fields import _Problem as _Below
 from collbench.spec.fields import one_of as _one_of
 from collbench.spec.simgrid import cfg_problem
 
 TOPOLOGIES: Final = ("flat", "fat-tree")
 LEVELS: Final = ("intra_socket", "inter_socket", "inter_node")
 MAX_CORES: Final = 1 << 17  # beyond this SMPI's one-process simulation is out of reach
+MAX_BYTES: Final = 1 << 40  # sizes and thresholds (a message is at most 1 GiB: spec)
+MAX_FACTORS: Final = 1024  # entries of a factor table (calibrate writes one per size)
 # --cfg keys collbench sets per launch (placement, algorithm forcing): not for a platform.
 _BUILTIN_DIR: Final = "builtin"
 
 
 class _Problem(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class _Range:
+    """An inclusive range checked after pydantic's own sign constraints (whose messages
+    are kept): a value outside is `<value> is not valid; valid: <words>`."""
+
+    low: float
+    high: float
+    words: str
+
+    def holds(self, value: float) -> bool:
+        return self.low <= value <= self.high and math.isfinite(value)
+
+    def __call__(self, value: Any) -> Any:
+        if not self.holds(value):
+            raise _Problem(f"{value!r} is not valid; valid: {self.words}")
+        return value
+
+
+# Physically meaningful ranges: beyond them a number is a typo or a unit slip, and SMPI
+# would simulate times no run takes (or inf).
+LATENCY: Final = _Range(1e-3, 1e6, "0.001 to 1e+06 µs (1 ns to 1 s)")
+BANDWIDTH: Final = _Range(1e-3, 1e7, "0.001 to 1e+07 MB/s (1 kB/s to 10 TB/s)")
+OVERHEAD: Final = _Range(0.0, 1e6, "0 to 1e+06 µs (1 s)")
+FACTOR: Final = _Range(1e-3, 1e3, "a factor from 0.001 to 1000")
+BYTES: Final = _Range(0, MAX_BYTES, f"0 to {MAX_BYTES} bytes (1 TiB)")
+COUNT: Final = _Range(1, MAX_CORES, f"1 to {MAX_CORES}")
+OVERSUBSCRIPTION: Final = _Range(1.0, 1e3, "1 to 1000")
+# (errors in % of times from 1 ns to 1e12 µs stay below 1e17)
+CALIBRATION_NUMBER: Final = _Range(-1e18, 1e18, "a number from -1e18 to 1e18")
 
 
 def _name(value: str) -> str:
@@ -65,12 +105,33 @@ def _pairs(value: Any) -> Any:
 def _factors(value: list[tuple[int, float]]) -> list[tuple[int, float]]:
     if not value or value[0][0] != 0:
         raise _Problem("the first entry must start at 0 bytes, e.g. [[0, 1.0], [65536, 0.9]]")
+    if len(value) > MAX_FACTORS:
+        raise _Problem(f"{len(value)} entries is not valid; valid: at most {MAX_FACTORS}")
     for (a, _), (b, _) in itertools.pairwise(value):
         if b <= a:
             raise _Problem(f"sizes must increase: {b} comes after {a}")
     for size, factor in value:
-        if factor <= 0:
-            raise _Problem(f"factor {factor} at {size} B must be greater than 0")
+        if not BYTES.holds(size):
+            raise _Problem(f"size {size} is not valid; valid: {BYTES.words}")
+        if not FACTOR.holds(factor):
+            raise _Problem(f"factor {factor!r} at {size} B is not valid; valid: "
+                           f"{FACTOR.words}")
+    return value
+
+
+def _calibration(value: dict[str, Any]) -> dict[str, Any]:
+    """The [calibration] summary: free-form, but only strings, booleans, bounded numbers
+    and flat lists of them (cluster_toml writes it back as it is)."""
+    for key, item in value.items():
+        for v in item if isinstance(item, list) else [item]:
+            if isinstance(v, str | bool):
+                continue
+            if isinstance(v, int | float):
+                if CALIBRATION_NUMBER.holds(v):
+                    continue
+                raise _Below(f"{v!r} is not valid; valid: {CALIBRATION_NUMBER.words}", key)
+            raise _Below(f"{v!r} is not valid; valid: a string, a boolean, a number or a "
+                         "list of them", key)
     return value
 
 
@@ -90,15 +151,18 @@ class _Table(BaseModel):
         return data
 
 
-Positive = Annotated[float, Field(gt=0)]
-Overhead = Annotated[float, Field(ge=0, le=1e6)]
+Latency = Annotated[float, Field(gt=0), AfterValidator(LATENCY)]
+Bandwidth = Annotated[float, Field(gt=0), AfterValidator(BANDWIDTH)]
+Overhead = Annotated[float, Field(ge=0), AfterValidator(OVERHEAD)]
+Count = Annotated[int, Field(ge=1), AfterValidator(COUNT)]
+Bytes = Annotated[int, Field(ge=0), AfterValidator(BYTES)]
 Factors = Annotated[list[tuple[Annotated[int, Field(ge=0)], float]],
                     BeforeValidator(_pairs), AfterValidator(_factors)]
 
 
 class Level(_Table):
-    latency_us: Positive = Field(description="One-way ping-pong latency (µs).")
-    bandwidth_mbs: Positive = Field(description="Bandwidth of one flow (MB/s = 1e6 B/s).")
+    latency_us: Latency = Field(description="One-way ping-pong latency (µs).")
+    bandwidth_mbs: Bandwidth = Field(description="Bandwidth of one flow (MB/s = 1e6 B/s).")
     lat_factor: Factors = Field(default_factory=lambda: [(0, 1.0)], description=(
         "Size-dependent latency multipliers [[from_bytes, factor], ...] (calibrate)."))
     bw_factor: Factors = Field(default_factory=lambda: [(0, 1.0)], description=(
@@ -139,16 +203,16 @@ class Levels(_Table):
 
 class Topology(_Table):
     kind: Annotated[str, _one_of(TOPOLOGIES)] = "flat"
-    nodes_per_leaf: Annotated[int, Field(ge=1)] | None = Field(
+    nodes_per_leaf: Count | None = Field(
         None, description="fat-tree: nodes under one leaf switch.")
-    oversubscription: Annotated[float, Field(ge=1)] = Field(
+    oversubscription: Annotated[float, Field(ge=1), AfterValidator(OVERSUBSCRIPTION)] = Field(
         1.0, description="fat-tree: leaf down/up bandwidth ratio (1 = full bisection).")
-    hop_latency_us: Annotated[float, Field(ge=0)] = Field(
+    hop_latency_us: Overhead = Field(
         0.1, description="fat-tree: latency added per leaf-spine hop (each way).")
 
 
 class Smpi(_Table):
-    eager_threshold: Annotated[int, Field(ge=0)] = Field(
+    eager_threshold: Bytes = Field(
         0, description="Messages below this size go eagerly, without waiting for the "
                        "receive (smpi/async-small-thresh); 0 = SMPI's default. In SMPI 3.32 "
                        "an algorithm sending one peer messages on both sides of it can "
@@ -160,13 +224,14 @@ class Cluster(_Table):
     name: Annotated[str, AfterValidator(_name)]
     description: str = ""
     source: str = ""
-    nodes: Annotated[int, Field(ge=1)]
-    sockets_per_node: Annotated[int, Field(ge=1)]
-    cores_per_socket: Annotated[int, Field(ge=1)]
+    nodes: Count
+    sockets_per_node: Count
+    cores_per_socket: Count
     levels: Levels
     topology: Topology = Field(default_factory=Topology)
     smpi: Smpi = Field(default_factory=Smpi)
-    calibration: dict[str, Any] = Field(default_factory=dict)
+    calibration: Annotated[dict[str, Any], AfterValidator(_calibration)] = Field(
+        default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> Cluster:
