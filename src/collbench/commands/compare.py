@@ -116,7 +116,7 @@ def _against(args: argparse.Namespace) -> int:
         from collbench.models.networks import network
 
         b_points, notes = predicted_points(a, model, args.stat, args.collective, args.nprocs,
-                                           network(args.network))
+                                           network(args.network), where=str(args.against))
     else:
         b_points = read_points(Store(args.against), args.stat, args.collective, args.nprocs)
     result = against(a_points, b_points, str(args.results), str(args.against), args.stat,

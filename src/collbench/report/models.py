@@ -223,7 +223,7 @@ def section(results: Path, dest: Any, model_file: Path | None, against_folder: P
     p2p: list[dict[str, Any]] = []
     if model_file is not None:
         model = read_p2p(model_file, required_levels=())
-        b, notes = predicted_points(store, model, stat)
+        b, notes = predicted_points(store, model, stat, where=str(model_file))
         b_name = f"model {model_file.name}"
         p2p = p2p_rows(model)
     else:
