@@ -304,3 +304,157 @@ def test_output_to_an_existing_file_or_missing_parent(tmp_path: Path,
     assert main(["run", str(spec), "-o", str(a_file)]) == 2
     assert "is a file" in capsys.readouterr().err and a_file.read_text() == "mine"
     assert main(["run", str(spec), "-o", str(tmp_path / "new" / "deeper" / "res")]) == 0
+
+
+def _results(tmp_path: Path) -> Path:
+    spec, out = write_spec(tmp_path, nprocs="[2]"), tmp_path / "res"
+    assert main(["run", str(spec), "-o", str(out)]) == 0
+    return out
+
+
+def test_export_to_a_full_disk_is_one_line_and_leaves_nothing(
+        tmpfs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    res = _results(tmp_path)
+    filler = _fill(tmpfs)
+    capsys.readouterr()
+    for name in ("x.csv", "x.parquet"):
+        assert main(["export", str(res), "-o", str(tmpfs / name)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"collbench: error: {tmpfs / name}: cannot write: No space left on device"
+    assert os.listdir(tmpfs) == [filler.name]  # no partial file, no temporary
+    filler.unlink()
+    assert main(["export", str(res), "-o", str(tmpfs / "x.csv")]) == 0
+    assert sorted(os.listdir(tmpfs)) == ["x.csv"]
+
+
+def test_export_makes_no_missing_folder(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    res = _results(tmp_path)
+    capsys.readouterr()
+    out = tmp_path / "typo" / "deeper" / "x.csv"
+    assert main(["export", str(res), "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"collbench: error: export -o {out}: the folder {out.parent} does not exist; valid: "
+        "an existing folder")
+    assert not (tmp_path / "typo").exists()
+
+
+def _many_rows(out: Path, launches: int = 4, rows: int = 5000) -> Path:
+    """A results folder whose export takes a while (a kill lands inside it)."""
+    from collbench.records import make_row
+
+    store = Store(out)
+    store.create({"name": "t", "seed": 1}, "", {"launches": []}, {})
+    for n in range(launches):
+        lid = f"{n:04d}-aa"
+        store.write_launch(lid, [make_row(
+            campaign="t", launch_id=lid, collective="bcast", algorithm="default",
+            size_bytes=i, avg_us=float(i), min_us=0.5, max_us=2.0 * i + 1, status="ok",
+            nprocs=2) for i in range(rows)], {"status": "ok"})
+    return out
+
+
+def test_a_killed_exports_temporary_is_swept_by_the_next_export(tmp_path: Path) -> None:
+    from collbench import store
+
+    res, folder = _many_rows(tmp_path / "res"), tmp_path / "out"
+    folder.mkdir()
+    target = folder / "m.csv"
+    live = subprocess.Popen(["sleep", "120"])  # a writer still at work: its file stays
+    others = {f".m.csv.{live.pid}-{store._HOST}.0123abcd.tmp.csv"}
+    try:
+        for name in others:
+            (folder / name).write_text("partial")
+        left: list[str] = []
+        for _ in range(5):  # until a kill lands while the file is being written
+            proc = _collbench("export", str(res), "-o", str(target))
+            deadline = time.monotonic() + 60
+            while proc.poll() is None and time.monotonic() < deadline and not (
+                    left := [n for n in os.listdir(folder) if n not in others]):
+                time.sleep(0.001)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            left = [n for n in os.listdir(folder) if n not in others and n != "m.csv"]
+            if left:
+                break
+            target.unlink(missing_ok=True)
+        assert left, "no kill landed inside an export"
+        assert main(["export", str(res), "-o", str(target)]) == 0
+        assert set(os.listdir(folder)) == others | {"m.csv"}
+        assert len(target.read_text().splitlines()) == 1 + 4 * 5000
+    finally:
+        live.kill()
+        live.wait()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stopped_launch_is_not_summed_up_as_stored(tmp_path: Path,
+                                                     sig: signal.Signals) -> None:
+    """Real Open MPI, 2 ranks: the launch under way when SIGTERM (or SIGHUP) comes is
+    discarded, and the final lines say so, not that it is stored."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[campaign]\nname = "k"\n[measure]\ncollectives = "bcast"\n'
+                    'sizes = [8, 64]\nnprocs = 2\niterations = 5\nwarmup = 1\n'
+                    "[run]\ntimeout = 600\n")
+    out, temp = tmp_path / "res", tmp_path / "tmp"
+    temp.mkdir()
+    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1", TMPDIR=str(temp))
+    proc = _collbench("run", str(spec), "-o", str(out), *HANG, env=env)
+    marker = str(out / "work")
+    _wait_for(lambda: len(_processes_naming(marker)) >= 3, 120, "mpirun and its ranks")
+    time.sleep(random.uniform(0.2, 1.0))  # the ranks are inside the hung point
+    os.kill(proc.pid, sig)
+    stdout, stderr = (b.decode() for b in proc.communicate(timeout=60))
+    assert proc.returncode == 130, stderr
+    _no_survivors(marker, 15)
+    assert not list(out.glob("launches/*.jsonl"))  # the discarded launch
+    for line in (stdout.strip(), stderr.strip().splitlines()[-1]):
+        assert "nothing stored" in line and "already stored" not in line, (stdout, stderr)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize(("sig", "keep", "seed"), [(signal.SIGTERM, False, 1),
+                                                   (signal.SIGHUP, True, 2),
+                                                   (signal.SIGTERM, True, 3)])
+def test_model_loggp_stopped_says_so_and_leaves_nothing_running(
+        tmp_path: Path, sig: signal.Signals, keep: bool, seed: int) -> None:
+    """A stop at a random moment (the build, ompi_info, the placement trial, the launch,
+    the fit): one line saying what is kept, exit 130, no process or temporary folder left."""
+    temp, kept, model = tmp_path / "tmp", tmp_path / "kept", tmp_path / "m.p2p.toml"
+    temp.mkdir()
+    rnd = random.Random(seed)
+    for attempt in range(3):  # again, sooner, if it finished before the stop came
+        env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1", TMPDIR=str(temp),
+                   COLLBENCH_CACHE=str(tmp_path / f"cache{attempt}"))  # a compiler runs
+        proc = _collbench("model", "loggp", "--map-by", "core", "-o", str(model), "--sizes",
+                          "0:1M", "--reps", "3", "--burst", "8",
+                          *(["--results", str(kept), "--resume"] if keep else []), env=env)
+        _wait_for(lambda pid=proc.pid: _children(pid), 60,
+                  "collbench to start something")
+        time.sleep(rnd.uniform(0, 1.5) / 2**attempt)
+        if proc.poll() is None:
+            break
+        proc.communicate()
+        model.unlink(missing_ok=True)
+    os.kill(proc.pid, sig)
+    _, err = proc.communicate(timeout=60)
+    lines = err.decode().strip().splitlines()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err.decode()
+    what = f"the placements measured are kept in {kept}" if keep else "nothing is kept"
+    assert lines[-1].startswith("collbench: error: model loggp: stopped; ") \
+        and what in lines[-1], lines[-1]
+    _no_survivors(str(tmp_path), 15)
+    assert not model.exists() and os.listdir(temp) == []  # no temporary folder left

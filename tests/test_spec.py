@@ -137,6 +137,18 @@ def test_errors_are_one_line_with_key_path(extra: str, before: str, expected: st
     assert msg.startswith(expected), msg
 
 
+def test_max_iterations_without_precision_is_refused() -> None:
+    """Only precision reads it: alone it was accepted and did nothing."""
+    assert error("max_iterations = 5000\n") == (
+        "spec.toml: measure.max_iterations: 5000 is read only with precision (it caps "
+        "precision's batches); add precision (e.g. precision = 0.02), or remove max_iterations "
+        "and set iterations")
+    assert spec("precision = 0.02\nmax_iterations = 5000\n").measure.max_iterations == 5000
+    spec("max_iterations = 100000\n")  # the default: a dumped spec loads again
+    # the first batch and the time cap also serve `tune --adaptive --precision`
+    assert spec("min_iterations = 30\nmax_seconds = 2\n").measure.min_iterations == 30
+
+
 def test_bad_collective_names_valid_choices() -> None:
     with pytest.raises(UserError) as e:
         parse_spec(BASE.replace('["bcast"]', '["bcast", "bcat"]'), "spec.toml")

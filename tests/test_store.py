@@ -1,4 +1,7 @@
 import json
+import os
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +93,59 @@ def test_not_a_results_folder_and_wrong_version(tmp_path: Path) -> None:
     s.meta_path.write_text(json.dumps(dict(meta, format_version=99)))
     with pytest.raises(UserError, match="format_version 99 is not supported; valid: 1"):
         s.connect()
+
+
+def _write(text: str) -> Callable[[Path], None]:
+    def write(tmp: Path) -> None:
+        tmp.write_text(text)
+    return write
+
+
+def _temporary_name(target: str, pid: int, host: str) -> str:
+    """A temporary file's name as store.temporary() makes it."""
+    return f".{target}.{pid}-{host}.0123abcd.tmp.csv"
+
+
+def test_a_write_sweeps_dead_writers_temporaries_and_keeps_live_ones(tmp_path: Path) -> None:
+    from collbench import store
+
+    dead = int(Path("/proc/sys/kernel/pid_max").read_text())  # no process ever has it
+    live = subprocess.Popen(["sleep", "60"])
+    other_host = "0" * 8 if store._HOST != "0" * 8 else "1" * 8
+    try:
+        kept = {_temporary_name("x.csv", live.pid, store._HOST),  # a live writer's
+                _temporary_name("x.csv", dead, other_host),  # a PID of another machine
+                ".x.csv.k3j4l5m6.tmp.csv"}  # not of this naming: not ours to judge
+        swept = {_temporary_name("x.csv", dead, store._HOST),
+                 _temporary_name("y.parquet", dead, store._HOST)}
+        for name in kept | swept:
+            (tmp_path / name).write_text("partial")
+        store.publish(tmp_path / "x.csv", _write("a\n1\n"))
+        assert set(os.listdir(tmp_path)) == kept | {"x.csv"}
+        assert (tmp_path / "x.csv").read_text() == "a\n1\n"
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_publish_makes_no_folder(tmp_path: Path) -> None:
+    from collbench import store
+
+    with pytest.raises(UserError, match=r"x.csv: the folder .*/no does not exist; valid: an "
+                                        r"existing folder$"):
+        store.publish(tmp_path / "no" / "x.csv", _write("a\n"))
+    assert not (tmp_path / "no").exists()
+
+
+def test_an_interrupted_creation_may_be_created_again(tmp_path: Path) -> None:
+    s = Store(tmp_path / "res")
+    assert s.creatable()  # absent
+    s.root.mkdir()
+    for name in (".collbench.lock", "spec.toml", ".plan.json.1-00000000.0123abcd.tmp"):
+        (s.root / name).write_text("half")
+    assert s.creatable()
+    (s.root / "notes.txt").write_text("the user's")
+    assert not s.creatable()
+    (s.root / "notes.txt").unlink()
+    _store(tmp_path)  # completes it
+    assert not s.creatable() and s.campaign()["name"] == "t"

