@@ -11,11 +11,21 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from collbench.catalog.algorithms import Catalog
 from collbench.cli import main
+from collbench.launch import program as programs
+from collbench.launch.base import LaunchOutcome
+from collbench.plan import Launch, make_plan
+from collbench.runner import RowContext, program_rows
+from collbench.spec import parse_spec
 from collbench.store import Store
 
 SPEC = """\
@@ -174,3 +184,104 @@ def test_resume_refuses_another_mpi(tmp_path: Path, capsys: pytest.CaptureFixtur
     (out / "provenance.json").write_text(json.dumps(prov))
     assert main(["run", str(spec), "-o", str(out), "--resume"]) == 2
     assert "was run with openmpi 4.1.6" in capsys.readouterr().err
+
+
+# --- a program's output, whatever it is, becomes rows ----------------------------------------
+
+PROGRAM_SPEC = """\
+[campaign]
+name = "out"
+[measure]
+nprocs = [2]
+[workload]
+{workload}
+"""
+ROW_CONTEXT = RowContext("out", "local", "openmpi-5.0.11", "5.0.11")
+OUTCOMES = st.builds(
+    lambda status, code, tail: LaunchOutcome(status, ["mpirun"], code, 1.0, tail),
+    st.sampled_from(["ok", "failed", "timeout"]), st.sampled_from([0, 1, -9, None]),
+    st.sampled_from(["", "rank 1: oops\n", "x\ncollbench: output limit: a rank printed "
+                     "more than 10 bytes (its share of the launch's limit); it was stopped\n"]))
+
+
+def _program_launch(workload: str) -> Launch:
+    spec = parse_spec(PROGRAM_SPEC.format(workload=workload), "s")
+    return make_plan(spec, Catalog("openmpi", "5.0.11", "test", {}), "s", cores=64).launches[0]
+
+
+ONE_ROW = _program_launch('program = { run = ["./p"] }')
+REGEX_ROW = _program_launch("program = { run = [\"./p\"], metrics = { t_ms = 't=(\\\\S+)' } }")
+LINE_ROWS = _program_launch('app = "plogp"\nparams = { min = 0, max = 4 }')  # sizes 0, 1, 2, 4
+
+
+def _number(draw: st.DrawFn) -> str:
+    return str(draw(st.sampled_from(["-5", "NaN", "Infinity", "-Infinity", "1e400", "2e12",
+                                     "1" + "0" * 400, "1e300", "-0.0", "3", "0.5", "true",
+                                     "null", '"x"', "[[[[1]]]]"])))
+
+
+@st.composite
+def _program_line(draw: st.DrawFn) -> str:
+    """A line as a program may print it: the keys readers look at, with any value."""
+    keys = draw(st.lists(st.sampled_from(["time_us", "avg_us", "min_us", "max_us",
+                                          "median_us", "bandwidth_mbs", "size_bytes", "size",
+                                          "iterations", "warmup", "valid", "rtt_us", "x_us",
+                                          "t_ms"]), max_size=6, unique=True))
+    body = ", ".join(f'"{k}": {_number(draw)}' for k in keys)
+    return "{" + body + "}"
+
+
+PRINTED = st.lists(_program_line() | st.integers(1, 3000).map(lambda d: "[" * d + "]" * d)
+                   | st.sampled_from(["t=1e400", "t=-3", "t=nan", "t=0.25", "{", "chatter"])
+                   | st.binary(max_size=80).map(lambda b: b.decode("utf-8", "replace")),
+                   max_size=6).map("\n".join)
+
+
+def _row_is_storable(row: dict[str, Any]) -> None:
+    """What every reader of a stored row relies on."""
+    json.dumps(row, allow_nan=False)  # strict JSON
+    assert row["status"] in ("ok", "invalid", "failed", "timeout")
+    assert (row["status"] == "ok") == (row["error"] is None)
+    for col in ("avg_us", "min_us", "max_us", "median_us"):
+        assert row[col] is None or 0 <= row[col] <= 1e12, (col, row[col])
+    assert row["bandwidth_mbs"] is None or 0 <= row["bandwidth_mbs"] <= 1e18
+    assert 0 <= row["size_bytes"] <= 1 << 50
+    assert 0 <= row["iterations"] < 2**31 and 0 <= row["warmup"] < 2**31
+    if row["metrics"] is not None:
+        json.loads(row["metrics"], parse_constant=lambda c: pytest.fail(f"{c} in metrics"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(PRINTED, OUTCOMES, st.sampled_from([ONE_ROW, REGEX_ROW, LINE_ROWS]))
+def test_any_program_output_becomes_storable_rows(printed: str, outcome: LaunchOutcome,
+                                                  launch: Launch) -> None:
+    rows = program_rows(launch, printed, outcome, ROW_CONTEXT, 1)
+    assert len(rows) == len(launch.points)
+    for row in rows:
+        _row_is_storable(row)
+    if "output limit" in outcome.stderr_tail:  # stopped: no point after its last line
+        assert launch.program is not None
+        printed_lines = len(programs.json_lines(printed)) if launch.program.lines else 0
+        assert all(r["status"] == "failed" and r["error"].startswith("collbench: output limit")
+                   for r in rows[printed_lines:])
+
+
+def test_rows_of_absurd_output_are_read_back_by_every_reader(tmp_path: Path) -> None:
+    """Stored as the runner stores them, the failed rows of absurd output and an ok row read
+    back through the read door (points.read) and `show`."""
+    from collbench import points
+
+    ok = LaunchOutcome("ok", ["mpirun"], 0, 1.0)
+    printed = ['{"time_us": 5, "x_us": 1e300}', '{"time_us": 5, "size_bytes": 1e300}',
+               '{"time_us": 1' + "0" * 400 + "}", '{"time_us": 5, "nest": ' + "[" * 40
+               + "]" * 40 + "}", '{"time_us": 5, "k_us": 7, "valid": true}']
+    spec = write_spec(tmp_path, nprocs="[2]")
+    assert main(["run", str(spec), "-o", str(tmp_path / "res")]) == 0
+    store = Store(tmp_path / "res")
+    rows = [program_rows(replace(ONE_ROW, launch_id=f"p{i}"), text, ok, ROW_CONTEXT, 1)[0]
+            for i, text in enumerate(printed)]
+    store.write_launch("p-absurd", rows, {"status": "ok"})
+    assert [r["status"] for r in rows] == ["failed"] * 4 + ["ok"]
+    read = [r for r in points.read(store) if r["collective"] == "p"]
+    assert sorted(r["status"] for r in read) == ["failed"] * 4 + ["ok"]
+    assert next(r for r in read if r["status"] == "ok")["k_us"] == 7.0

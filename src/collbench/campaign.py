@@ -17,12 +17,13 @@ an adaptive replay).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, TextIO, TypeVar, overload
+from typing import Any, Generic, NamedTuple, TextIO, TypeVar, overload
 
 from collbench.catalog.load import load_catalog
 from collbench.catalog.mpi import MpiInstall
@@ -77,6 +78,7 @@ class Prepared:
     backend: Backend
     plan: Plan
     mpis: Mapping[str, MpiInstall] = field(default_factory=dict)  # [measure] mpi, by key
+    cores: int = 1  # the ranks the machine (allocation, hostfile) holds: trials' limit
 
 
 B = TypeVar("B", bound=Backend)
@@ -159,7 +161,14 @@ def _keyed(source: SpecSource, backend: Backend) -> dict[str, Backend]:
     return {key_of(backend.mpi): backend} if source.spec.measure.mpi else {}
 
 
-def _plan(source: SpecSource, mpi: MpiInstall, backend: Backend, check: bool = True) -> Plan:
+class _Planned(NamedTuple):
+    plan: Plan  # its notes include `skipped`
+    cores: int  # the ranks this machine (allocation, hostfile) holds
+    skipped: tuple[str, ...]  # placements tried at fewer ranks, one line each
+
+
+def _plan(source: SpecSource, mpi: MpiInstall, backend: Backend,
+          check: bool = True) -> _Planned:
     keyed = _keyed(source, backend)
     if keyed:  # the MPI is a plan dimension: each MPI's own catalogue and forcing
         plannings = {k: b.planning(load_catalog(b.mpi)) for k, b in keyed.items()}
@@ -168,32 +177,79 @@ def _plan(source: SpecSource, mpi: MpiInstall, backend: Backend, check: bool = T
                          cores=first.cores,
                          catalogs={k: p.catalog for k, p in plannings.items()},
                          nodes=1 if first.cores is None else None)
+        planned_cores = first.cores
     else:
         planning = backend.planning(load_catalog(mpi))
         # cores None: the backend runs every rank on this machine, one node (layout checks)
         plan = make_plan(source.spec, planning.catalog, source=source.origin,
                          cores=planning.cores, nodes=1 if planning.cores is None else None)
-    if check:
-        check_placements(plan, backend, source.origin)
-    return replace(plan, backend=backend.name)
+        planned_cores = planning.cores
+    cores = planned_cores or os.cpu_count() or 1  # as make_plan counts them
+    skipped = check_placements(plan, backend, source.origin, cores) if check else ()
+    return _Planned(replace(plan, backend=backend.name, notes=(*plan.notes, *skipped)),
+                    cores, skipped)
 
 
-def check_placements(plan: Plan, backend: Backend, origin: str) -> None:
+def _placement(la: Launch) -> tuple[object, ...]:
+    return (la.nprocs, la.mapping, la.binding, la.oversubscribe, la.ppn, la.mpi)
+
+
+def _shown(la: Launch) -> str:
+    return f"-np {la.nprocs} --map-by {la.mapping} --bind-to {la.binding}"
+
+
+class PlacementTrials:
+    """The distinct placements to try before anything runs, each at no more ranks than the
+    machine (its cores, the allocation's or hostfile's slots) holds: a dry look must not
+    start a job of 512 ranks on 2 cores (seconds to minutes of mpirun). The largest count
+    that fits, with the same mapping, binding and oversubscription flags, still shows
+    whether mpirun accepts them. One note per placement tried smaller: not a refusal, a
+    larger machine may run it."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[object, ...]] = set()
+        self._tried: set[tuple[object, ...]] = set()
+        self.notes: list[str] = []
+
+    def new(self, launches: Iterable[Launch], cores: int) -> list[tuple[Launch, Launch]]:
+        """(the plan's launch, the launch to start) for each placement not tried yet."""
+        out = []
+        for la in launches:
+            if _placement(la) in self._seen:
+                continue
+            self._seen.add(_placement(la))
+            trial = la
+            if la.nprocs > cores:
+                trial = replace(la, nprocs=cores, ppn=min(la.ppn, cores) if la.ppn else None)
+                which = f" ({la.mpi})" if la.mpi else ""
+                self.notes.append(f"placement trial of {_shown(la)}{which}: more ranks than "
+                                  f"the {cores} cores or slots here; its mapping and binding "
+                                  f"were tried at -np {cores}")
+            if _placement(trial) not in self._tried:
+                self._tried.add(_placement(trial))
+                out.append((la, trial))
+        return out
+
+
+def refused(la: Launch, trial: Launch) -> str:
+    """The placement a refusal names (and the size it was tried at, when smaller)."""
+    smaller = f" (tried at -np {trial.nprocs})" if trial.nprocs != la.nprocs else ""
+    return f"{_shown(la)}{smaller}"
+
+
+def check_placements(plan: Plan, backend: Backend, origin: str,
+                     cores: int) -> tuple[str, ...]:
     """Ask the backend about each distinct placement before anything runs: mpirun refuses
     some (Open MPI 5: `--map-by core --bind-to socket`), and a campaign must not learn it
-    one failed launch at a time."""
-    seen: set[tuple[object, ...]] = set()
-    for la in plan.launches:
-        key = (la.nprocs, la.mapping, la.binding, la.oversubscribe, la.mpi)
-        if key in seen:
-            continue
-        seen.add(key)
-        problem = backend.placement_problem(la)
+    one failed launch at a time. Returns the notes of placements tried at `cores` ranks."""
+    trials = PlacementTrials()
+    for la, trial in trials.new(plan.launches, cores):
+        problem = backend.placement_problem(trial)
         if problem:
             which = f" ({la.mpi})" if la.mpi else ""
             raise UserError(f"{origin}: measure.map_by/bind_to: the launcher{which} refuses "
-                            f"-np {la.nprocs} --map-by {la.mapping} --bind-to {la.binding}; "
-                            f"{problem}")
+                            f"{refused(la, trial)}; {problem}")
+    return tuple(trials.notes)
 
 
 def prepare(source: SpecSource, mpi: MpiInstall, request: Request,
@@ -208,8 +264,9 @@ def prepare(source: SpecSource, mpi: MpiInstall, request: Request,
 
         find_executable(workload, source.origin)  # one line now, not at the first launch
     mpis = {k: b.mpi for k, b in _keyed(source, backend).items()}
-    return Prepared(source, next(iter(mpis.values()), mpi), backend,
-                    _plan(source, mpi, backend, check_placement), mpis)
+    planned = _plan(source, mpi, backend, check_placement)
+    return Prepared(source, next(iter(mpis.values()), mpi), backend, planned.plan, mpis,
+                    planned.cores)
 
 
 def _same_spec(store: Store, source: SpecSource) -> None:
@@ -357,7 +414,12 @@ def _open(store: Store, source: SpecSource, mpi: MpiInstall, request: Request,
         if request.retry_failed:
             store.forget(lid for lid, st in store.finished().items() if st != "ok")
     else:
-        plan = replace(plan or _plan(source, mpi, backend), backend=backend.name)
+        if plan is None:
+            planned = _plan(source, mpi, backend)
+            plan = planned.plan
+            for note in planned.skipped:
+                say(f"skipped: {note}")
+        plan = replace(plan, backend=backend.name)
     kernel = _build(backend, source.spec, say)
     if not resuming:
         create_folder(store, {"name": plan.campaign, "seed": plan.seed,

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
-from collections.abc import Sequence
-from types import ModuleType
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType, ModuleType
 from typing import Final, NoReturn
 
-from collbench.commands import options
 from collbench.errors import UserError
 from collbench.version import __version__
 
@@ -45,6 +48,8 @@ class _Parser(argparse.ArgumentParser):
 def parser(only: str | None = None) -> argparse.ArgumentParser:
     """Every command's parser; with `only` (a module of MODULE_OF), just that module's
     commands, which parse their command lines exactly as in the whole parser."""
+    from collbench.commands import options
+
     p = _Parser(prog="collbench", description=__doc__)
     p.add_argument("--version", action="version", version=f"collbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -63,11 +68,60 @@ def command_module(argv: Sequence[str]) -> str | None:
     return MODULE_OF.get(word) if word is not None else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = parser(command_module(argv)).parse_args(argv)
-    options.apply_verbosity(args)
+# SIGTERM and SIGHUP stop a command as Ctrl-C does: its temporary folders are removed, a
+# launch or trial under way is ended, and it says so (exit 130); by default Python would
+# die on the spot (exit 143) and leave them. A run's runner, a trial, `model loggp` set
+# handlers of their own for their part; ignored signals (nohup) stay ignored.
+STOPS: Final = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL,
+                signal.SIGHUP: signal.SIG_DFL}  # each with the handler it replaces
+RETRY_S: Final = 0.05
+# DuckDB turns a Ctrl-C during a query into this RuntimeError, not KeyboardInterrupt.
+DUCKDB_INTERRUPTED: Final = "Query interrupted"
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    """KeyboardInterrupt, once no module is being imported: an exception inside a C
+    extension's set-up (DuckDB's nanobind enums) aborts the process (SIGABRT, a core)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            again = threading.Timer(RETRY_S, os.kill, (os.getpid(), signum))
+            again.daemon = True
+            again.start()
+            return
+        frame = frame.f_back
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _stops_as_interrupt(process: bool) -> Iterator[None]:
+    """`process`: collbench is the process (not a call from Python), and once the command
+    is over a stop is ignored: Python's exit puts the default handlers back, and a signal
+    then would only turn the command's exit status into a death by signal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers
+        return
+    old = {s: signal.getsignal(s) for s in STOPS}
+    for s, handler in old.items():
+        if handler is STOPS[s]:
+            signal.signal(s, _stop)
     try:
+        yield
+    finally:
+        for s, handler in old.items():  # SIGINT first
+            signal.signal(s, signal.SIG_IGN if process else handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    with _stops_as_interrupt(process=argv is None):
+        return _main(sys.argv[1:] if argv is None else argv)
+
+
+def _main(argv: list[str]) -> int:
+    try:  # importing a command's modules takes a while: a Ctrl-C then is one line too
+        from collbench.commands import options
+
+        args = parser(command_module(argv)).parse_args(argv)
+        options.apply_verbosity(args)
         return int(args.func(args))
     except UserError as e:
         print(f"collbench: error: {e}", file=sys.stderr)
@@ -83,7 +137,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("collbench: interrupted", file=sys.stderr)
         return 130
+    except RuntimeError as e:
+        if str(e) != DUCKDB_INTERRUPTED:
+            raise
+        print("collbench: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    # CPython ends a `python -m` process with SIGINT when any string exec (a dataclass being
+    # made, while a module imports) ever ended in KeyboardInterrupt, even one caught and
+    # reported here; a string exec resets that flag (the console script is not affected).
+    exec("None")
+    raise SystemExit(status)

@@ -18,6 +18,7 @@ from collbench.errors import UserError
 from collbench.launch import program as programs
 from collbench.launch.base import Backend, LaunchBackend, LaunchOutcome, call_for
 from collbench.launch.batch import BatchBackend, Done
+from collbench.launch.process import OUTPUT_LOST, OUTPUT_MARK
 from collbench.plan import Launch, Plan, Point
 from collbench.progress import Progress
 from collbench.records import make_row, ranks_per_node
@@ -55,6 +56,9 @@ class Summary:
     def words(self) -> str:
         """'12 launches ok, 1 failed (3 already stored); points: 470 ok, 10 timeout'."""
         ran = sum(self.by_status.values())
+        if not ran and self.interrupted:  # the discarded launch is not stored: say so
+            before = f"; {self.skipped} already stored" if self.skipped else ""
+            return f"interrupted: nothing stored (what was under way is discarded{before})"
         if not ran:
             many = f"all {self.launches} launches" if self.launches > 1 else "its 1 launch"
             return (f"nothing to do: {many} already stored"
@@ -66,7 +70,7 @@ class Summary:
         stored = f" ({self.skipped} already stored)" if self.skipped else ""
         points = ", ".join(f"{n} {s}" for s, n in sorted(self.points.items(),
                                                           key=lambda kv: kv[0] != "ok"))
-        end = "; interrupted" if self.interrupted else ""
+        end = "; interrupted (what was under way is discarded)" if self.interrupted else ""
         return f"{', '.join(counts)}{stored}; points: {points or 'none'}{end}"
 
 
@@ -227,10 +231,14 @@ def program_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: RowCo
     point = launch.points[0]
     metrics, why = programs.parse_metrics(stdout, dict(prog.metrics))
     avg: float | None = None
+    if metrics is not None and not why:  # every number bounded before it is stored
+        why = programs.out_of_bounds(metrics, prog.primary)
     if metrics is not None and not why:
         avg, why = programs.primary_us(metrics, prog.primary)
     status = "ok"
-    if outcome.status == "timeout":
+    if stopped := output_problem(outcome):
+        status, why = "failed", stopped
+    elif outcome.status == "timeout":
         status, why = "timeout", f"launch timed out after {launch.timeout_s:g} s"
     elif outcome.status != "ok":
         status, why = "failed", f"launch exited with status {outcome.returncode}"
@@ -281,15 +289,19 @@ def program_line_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: 
     params["program"] = dict(prog.params)
     lines = programs.json_lines(stdout)
     rows = []
+    stopped = output_problem(outcome)
     for index, point in enumerate(launch.points):
         got = lines[index] if index < len(lines) else None
         avg: float | None = None
         if got is None:
-            status = "timeout" if outcome.status == "timeout" else "failed"
-            why = (f"launch timed out after {launch.timeout_s:g} s" if status == "timeout"
-                   else f"launch exited with status {outcome.returncode} before this point")
+            status = "timeout" if outcome.status == "timeout" and not stopped else "failed"
+            why = stopped or (f"launch timed out after {launch.timeout_s:g} s"
+                              if status == "timeout" else f"launch exited with status "
+                              f"{outcome.returncode} before this point")
             tail = outcome.stderr_tail[-ERROR_TAIL:]
             why = f"{why}; stderr: {tail}" if tail else why
+        elif why := programs.out_of_bounds(got, prog.primary):  # bounded before stored
+            status, got = "failed", None
         elif programs.line_size(got) != point.size_bytes:
             status, why = "failed", f"program output out of order at line {index + 1}"
         else:
@@ -310,6 +322,16 @@ def program_line_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: 
             metrics=json.dumps({**got, "primary_metric": programs.primary_name(
                 got, prog.primary)}, sort_keys=True, default=str) if got else None))
     return rows
+
+
+def output_problem(outcome: LaunchOutcome) -> str:
+    """The line saying the launch was stopped for its output: it printed more than its
+    limit (said by run_group, or by a rank guard on stderr) or its output could not be
+    written; "" when it was not."""
+    for line in outcome.stderr_tail.splitlines():
+        if OUTPUT_MARK in line or OUTPUT_LOST in line:
+            return " ".join(line.split())[:300]
+    return ""
 
 
 def _write_samples(launch: Launch, measured: list[dict[str, Any]], path: Path) -> Path | None:

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +155,31 @@ def test_real_open_mpi_tcp_is_a_regression_against_shared_memory(
     data = json.loads(capsys.readouterr().out)
     (change,) = data["changes"]
     assert change["verdict"] == "regression" and change["ratio"] > 1.05
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_at_a_random_moment_is_one_line_and_writes_nothing_half(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    """Ctrl-C or SIGTERM while the command starts, reads or writes: `collbench:
+    interrupted` and exit 130 (never a traceback or a silent death), the table written whole
+    or not at all; or it finished first: the verdict (1) and the whole table."""
+    old, new = folder(tmp_path / "old"), folder(tmp_path / "new", slow={1024: 1.5})
+    args = ["regress", str(old), str(new), "--format", "markdown", "-o"]
+    assert main([*args, str(tmp_path / "whole.md")]) == 1
+    whole = (tmp_path / "whole.md").read_text()
+    out, temp = tmp_path / "out", tmp_path / "tmp"
+    out.mkdir()
+    temp.mkdir()
+    rnd = random.Random(sig)
+    for low, high in [(0.15, 0.25), (0.25, 0.4), (0.4, 0.7)] * 2:  # start-up, reads, writes
+        proc = subprocess.Popen([sys.executable, "-m", "collbench.cli", *args,
+                                 str(out / "regress.md")], env=dict(os.environ, TMPDIR=str(temp)),
+                                text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(rnd.uniform(low, high))
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        if proc.returncode != 1:  # 1: it finished first (a regression)
+            assert (proc.returncode, err) == (130, "collbench: interrupted\n")
+        assert [p.read_text() for p in out.iterdir()] in ([], [whole])  # no part, no aside
+        assert list(temp.iterdir()) == []
+        (out / "regress.md").unlink(missing_ok=True)

@@ -423,6 +423,46 @@ def test_timeout_and_sigkill_leave_nothing_running_on_either_host(name: str, hos
     assert wait_until(lambda: not survivors(hosts, marker), 30), survivors(hosts, marker)
 
 
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_daemon_a_rank_leaves_on_a_remote_host_ends_with_the_rank(hosts: Path,
+                                                                      tmp_path: Path) -> None:
+    """One rank on each host (Open MPI 5.0), each leaving a daemon (own session, no
+    environment) that holds its stdout: the rank guard runs there too, so the result is
+    stored when the ranks end, not at the timeout, and no daemon is left on either host;
+    nor after a SIGKILL of collbench while the ranks still run."""
+    marker = f"{math.pi + uuid.uuid4().int % 1000:.6f}"  # the daemons' sleep: unique
+    program = tmp_path / "daemon.sh"
+    program.write_text("#!/bin/sh\n"
+                       f"setsid env -i sleep {marker} &\n"
+                       'echo \'{"time_us": 5}\'\n'
+                       '[ "$1" = stay ] && exec tail -f /dev/null\n'  # the rank stays
+                       "exit 0\n")
+    program.chmod(0o755)
+    env = dict(os.environ, COLLBENCH_CACHE=str(tmp_path / "cache"))  # shared, as the FS is
+    for how in ("end", "stay"):
+        spec = host_spec(hosts, tmp_path, "nprocs = [2]\nppn = [1]", run="timeout = 60",
+                         workload=f'[workload.program]\nrun = ["{program}", "{how}"]\n')
+        out = tmp_path / how
+        proc = subprocess.Popen([str(COLLBENCH), "run", str(spec), "-o", str(out)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            if how == "end":
+                assert proc.wait(timeout=120) == 0
+                (row,) = rows(out)
+                assert (row["status"], row["avg_us"], row["nodes"]) == ("ok", 5.0, 2), row
+                (meta,) = [json.loads(f.read_text()) for f in (out / "launches").glob("*.meta.*")]
+                assert meta["wall_s"] < 30, meta  # not held until the timeout
+            else:
+                assert wait_until(lambda: sorted(s.split(":")[0] for s in survivors(
+                    hosts, marker) if s.endswith(":sleep")) == ["n1", "n2"], 60), \
+                    survivors(hosts, marker)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        assert wait_until(lambda: not survivors(hosts, marker), 30), survivors(hosts, marker)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_a_hostfile_of_any_bytes_is_hosts_or_one_line(data: bytes) -> None:

@@ -79,7 +79,25 @@ def root(args: argparse.Namespace, prefix: str) -> Iterator[Path]:
         yield args.keep
         return
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        yield Path(tmp)
+        _TEMPORARY[Path(tmp)] = args.keep_flag
+        try:
+            yield Path(tmp)
+        finally:
+            del _TEMPORARY[Path(tmp)]
+
+
+# The temporary roots of the commands under way, with the option that would keep them: an
+# interruption must not name a folder about to be removed as where the launches are kept.
+_TEMPORARY: dict[Path, str] = {}
+
+
+def _kept(output: Path) -> str:
+    for tmp, flag in _TEMPORARY.items():
+        if output.is_relative_to(tmp):
+            return (f"nothing is kept (a temporary folder; {flag} DIR keeps the launches "
+                    "that finish, and the same command with --resume goes on)")
+    return (f"the launches that finished are stored in {output} (the same command with "
+            "--resume goes on)")
 
 
 def measure(source: SpecSource, mpi: MpiInstall, output: Path, resume: bool,
@@ -95,8 +113,7 @@ def measure(source: SpecSource, mpi: MpiInstall, output: Path, resume: bool,
     if summary.skipped == summary.launches:  # the progress display said nothing
         (say or _quiet)(f"{output}: {summary.words()}")
     if summary.interrupted:
-        raise Interrupted(f"{source.origin}: interrupted; the launches that finished are "
-                          f"stored in {output} (a kept folder goes on with --resume)")
+        raise Interrupted(f"{source.origin}: interrupted; {_kept(output)}")
     return camp
 
 

@@ -125,7 +125,8 @@
  * current value fails the point). libnbc has no segment-size cvars (segsize != 0 fails).
  * A forced coll/tuned algorithm (either selection) is measured on a communicator that
  * coll/han may not serve (MPI_Comm_dup_with_info, ompi_comm_coll_preference = "^han"),
- * and its output line ends with "coll_preference": "^han" (new_measure_comm says why).
+ * and its output line has "coll_preference": "^han" after samples_us (new_measure_comm
+ * says why).
  * libnbc silently runs its linear iallgather when recursive_doubling is forced on a
  * non-power-of-two communicator.
  *
@@ -2458,6 +2459,8 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
     } else {
         sb_printf(&sb, "null");
     }
+    if (r->han_excluded)  /* before the optional trailing groups, which tests find last */
+        sb_printf(&sb, ", \"coll_preference\": \"^han\"");
 #ifdef COLLBENCH_PORTS
     write_port_fields(&sb, j);
 #endif
@@ -2469,8 +2472,6 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
     }
     if (j->nb)
         write_nb_fields(&sb, j, &r->nb);
-    if (r->han_excluded)
-        sb_printf(&sb, ", \"coll_preference\": \"^han\"");
     sb_printf(&sb, "}\n");
     /* One write per line, flushed: a killed launch leaves whole lines behind (the kernel
      * keeps what the process wrote). To disk at most once per SYNC_EVERY_S and at the

@@ -27,6 +27,7 @@ from collbench.catalog.algorithms import Catalog
 from collbench.errors import UserError
 from collbench.inputs import read_text
 from collbench.kernel.build import KernelBinary
+from collbench.launch import guard
 from collbench.launch.allocation import Allocation
 from collbench.launch.base import BackendSetup, Call, LaunchBackend, LaunchOutcome, Planning
 from collbench.launch.local import major, mpirun_command, run_mpirun
@@ -163,7 +164,9 @@ class HostsBackend(LaunchBackend):
 
     def build_program(self, workload: Workload) -> KernelBinary:
         binary = super().build_program(workload)
-        self.preflight(binary.path, f"the program {workload.label()}")
+        # each rank runs under the rank guard (launch/guard.py): the hosts need it too
+        self.preflight(binary.path, f"the program {workload.label()}",
+                       {guard.build(self.compiler()): "the rank guard"})
         return binary
 
     def ssh_base(self) -> list[str]:
@@ -174,13 +177,16 @@ class HostsBackend(LaunchBackend):
         return [ssh, *(["-F", str(self.ssh_config)] if self.ssh_config else []),
                 "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
 
-    def preflight(self, binary: Path, what: str) -> None:
-        """Every remote host answers over ssh and has the MPI's mpirun and `binary` at the
-        same paths; else one line naming the first host at fault."""
+    def preflight(self, binary: Path, what: str,
+                  others: dict[Path, str] | None = None) -> None:
+        """Every remote host answers over ssh and has the MPI's mpirun, `binary` and the
+        files of `others` (path: what it is) at the same paths; else one line naming the
+        first host at fault."""
         remote = [h.name for h in self.hosts if not is_local(h.name)]
         if not remote:
             return
-        paths = {str(self.mpi.mpirun): "the MPI", str(binary): what}
+        paths = {str(self.mpi.mpirun): "the MPI", str(binary): what,
+                 **{str(p): label for p, label in (others or {}).items()}}
         for p in paths:
             if not p.isprintable():
                 raise UserError(f"{p!r}: a path with control characters cannot be checked "
@@ -217,7 +223,8 @@ class HostsBackend(LaunchBackend):
         return ["--hostfile", hostfile, "--mca", "plm_rsh_agent", agent]
 
     def command(self, launch: Launch, call: Call) -> list[str]:
-        return mpirun_command(self.mpi, launch, call, self.host_options(call.work))
+        return mpirun_command(self.mpi, launch, call, self.host_options(call.work),
+                              guard=guard.argv(self.compiler(), launch))
 
     def write_files(self, work: Path) -> None:
         """The launch's hostfile (in its MPI's format) and, for Hydra with an ssh config,

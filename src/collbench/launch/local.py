@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import MpiInstall, launcher_env
-from collbench.launch import allocation
+from collbench.kernel.build import KernelBinary
+from collbench.launch import allocation, guard
 from collbench.launch.base import Call, KernelCall, LaunchBackend, LaunchOutcome, Planning
 from collbench.launch.process import Finished, run_group, tail
 from collbench.plan import Launch
+from collbench.spec.workload import Workload
 
 TRIAL_TIMEOUT_S = 60
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # On one host, Open MPI's shared-memory BTL reaches every peer and outranks the network
 # BTLs, so the libfabric one (ofi) carries nothing; but it opens libfabric's providers,
 # which costs 1 s of MPI_Init (5.0.11) or of MPI_Finalize (4.1.8) per launch here (15 ms
@@ -34,13 +40,17 @@ def major(version: str) -> int:
 
 def mpirun_command(mpi: MpiInstall, launch: Launch, call: Call,
                    hosts: Sequence[str] = (),
-                   startup: Sequence[tuple[str, str]] = ()) -> list[str]:
+                   startup: Sequence[tuple[str, str]] = (),
+                   guard: Sequence[str] = ()) -> list[str]:
     """`mpirun ... kernel` for this launch: Open MPI's flags, or MPICH Hydra's. `hosts`:
     the launcher's host options (the hosts backend's hostfile and ssh agent); `startup`:
-    Open MPI settings that change start-up only, before the launch's own."""
+    Open MPI settings that change start-up only, before the launch's own; `guard`: what
+    runs each rank's command (launch/guard.py)."""
     if mpi.implementation == "mpich":
-        return _hydra(mpi, launch, call, hosts)
-    return _openmpi(mpi, launch, call, hosts, startup)
+        argv = _hydra(mpi, launch, hosts)
+    else:
+        argv = _openmpi(mpi, launch, hosts, startup)
+    return [*argv, *guard, *call.argv(launch)]
 
 
 def user_sets_btl(mpi: MpiInstall, launch: Launch) -> bool:
@@ -62,7 +72,7 @@ def user_sets_btl(mpi: MpiInstall, launch: Launch) -> bool:
     return any(k == "btl" or k.startswith("btl_ofi") for k in keys)
 
 
-def _openmpi(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str],
+def _openmpi(mpi: MpiInstall, launch: Launch, hosts: Sequence[str],
              startup: Sequence[tuple[str, str]] = ()) -> list[str]:
     argv = [str(mpi.mpirun)]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -85,17 +95,17 @@ def _openmpi(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str],
         argv += ["--mca", key, value]
     for key, _ in launch.env:
         argv += ["-x", key]
-    return argv + call.argv(launch)
+    return argv
 
 
-def _hydra(mpi: MpiInstall, launch: Launch, call: Call, hosts: Sequence[str]) -> list[str]:
+def _hydra(mpi: MpiInstall, launch: Launch, hosts: Sequence[str]) -> list[str]:
     argv = [str(mpi.mpirun), *hosts, "-np", str(launch.nprocs)]
     if launch.ppn:
         argv += ["-ppn", str(launch.ppn)]
     argv += ["-map-by", launch.mapping, "-bind-to", launch.binding]
     for key, value in launch.env:
         argv += ["-genv", key, value]
-    return argv + call.argv(launch)
+    return argv
 
 
 # mpirun (prterun) keeps its PMIx rendezvous sockets in a session directory named after its
@@ -144,9 +154,32 @@ def run_mpirun(argv: list[str], mpi: MpiInstall, launch: Launch, call: Call,
     elif done.timed_out:
         status = "timeout"
     else:
-        status = "ok" if done.returncode == 0 else "failed"
+        status = "ok" if done.returncode == 0 and not done.output_problem else "failed"
     return LaunchOutcome(status, argv, done.returncode, done.wall_s, done.stderr_tail,  # type: ignore[arg-type]
                          hosts)
+
+
+@contextlib.contextmanager
+def _stops() -> Iterator[Callable[[], bool]]:
+    """During a placement trial, SIGINT, SIGTERM and SIGHUP set a flag the trial polls, as
+    during a run's launches (runner.py): the trial's mpirun is ended and its files removed
+    before the command leaves as interrupted (KeyboardInterrupt, exit 130), also when the
+    signal came as the trial ended. Signals ignored (nohup) stay ignored."""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False  # only the main thread may set handlers
+        return
+    old = {s: signal.getsignal(s) for s in STOPS}
+    for s, handler in old.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(s, lambda signum, _: got.append(signum))
+    try:
+        yield lambda: bool(got)
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    if got:
+        raise KeyboardInterrupt
 
 
 class LocalBackend(LaunchBackend):
@@ -158,10 +191,16 @@ class LocalBackend(LaunchBackend):
         return Planning(base, alloc.total_slots if alloc is not None and alloc.total_slots
                         else None)
 
+    def build_program(self, workload: Workload) -> KernelBinary:
+        binary = super().build_program(workload)
+        guard.build(self.compiler())  # before anything runs: a failed build is one line
+        return binary
+
     def command(self, launch: Launch, call: Call) -> list[str]:
         one_host = len(self._hosts(launch)) == 1 and self.mpi.implementation == "openmpi"
         startup = ONE_HOST_MCA if one_host and not user_sets_btl(self.mpi, launch) else ()
-        return mpirun_command(self.mpi, launch, call, startup=startup)
+        return mpirun_command(self.mpi, launch, call, startup=startup,
+                              guard=guard.argv(self.compiler(), launch))
 
     def run(
         self, launch: Launch, call: Call, interrupted: Callable[[], bool]
@@ -171,15 +210,20 @@ class LocalBackend(LaunchBackend):
 
     def placement_problem(self, launch: Launch) -> str | None:
         """mpirun's complaint about this launch's placement: a trial start of `true`, run as
-        a launch is (own process group, watchdog, session directory, start-up retry)."""
-        with tempfile.TemporaryDirectory() as tmp:
+        a launch is (own process group, watchdog, session directory, start-up retry). A stop
+        (Ctrl-C, SIGTERM, SIGHUP) ends the trial and is raised as KeyboardInterrupt: it says
+        nothing about the placement."""
+        with _stops() as stopped, tempfile.TemporaryDirectory() as tmp:
             call = KernelCall(Path("true"), Path(tmp) / "jobs", Path(tmp) / "out")
             argv = self.command(launch, call)
             argv = [*argv[:len(argv) - len(call.argv(launch))], "true"]
             try:
-                done = run_started(argv, launcher_env(self.mpi), TRIAL_TIMEOUT_S, call)
+                done = run_started(argv, launcher_env(self.mpi), TRIAL_TIMEOUT_S, call,
+                                   stopped)
             except OSError as e:
                 return f"{type(e).__name__}: {e}"
+            if done.interrupted:
+                raise KeyboardInterrupt
             if done.timed_out:
                 return None  # no answer in time (a loaded machine, a slow allocation): it
                 # cannot tell, and only a refusal it can show stops a campaign

@@ -1,5 +1,16 @@
 """Run one command in its own process group, with a timeout that kills the whole group, and
-a watchdog (launch/watchdog.py) that kills it if collbench itself dies."""
+a watchdog (launch/watchdog.py) that kills it if collbench itself dies.
+
+Its stdout and stderr come through pipes that collbench copies to stdout.txt and stderr.txt,
+up to OUTPUT_LIMIT bytes together: a launch that prints more is stopped (a file never holds
+more than the limit, however fast the launch prints), as is one whose output a full disk
+cannot take (it is not left running unheard). collbench waits for the command to
+exit, never for its pipes to close, so a process it left behind that holds them (a daemon)
+does not hold the launch; once the command has ended, every process still carrying the
+launch's token in its environment is killed, wherever it went (another session, a group of
+its own). Ranks of a workload's program also run under the rank guard (rankguard.c), which
+finds what they leave behind even without the token, on remote hosts too.
+"""
 
 from __future__ import annotations
 
@@ -16,12 +27,23 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from collbench.launch import session
+from collbench.launch.watchdog import end_session, sweep_token
 
 POLL_S = 0.1
 TMP_PREFIX = "collbench-launch-"
 GRACE_S = 3.0  # after SIGTERM, before SIGKILL: lets mpirun tear down its ranks
+# What a launch may print, stdout and stderr together (docs/workloads.md, "Limits"): prterun
+# keeps what ranks print in memory until it has written it (5 bytes of memory per byte
+# printed), so a program printing without end would take the machine down. Each rank of a
+# program may print its share (rankguard.c); the launch's files take the launcher's own
+# messages beside them (OUTPUT_SLACK).
+OUTPUT_LIMIT = 64 << 20
+OUTPUT_SLACK = 64 << 10
+OUTPUT_MARK = "collbench: output limit:"  # starts the line saying a launch was stopped
+OUTPUT_LOST = "collbench: output lost:"  # ... that its output could not be written
 
 
 @dataclass
@@ -31,6 +53,7 @@ class Finished:
     interrupted: bool
     wall_s: float
     stderr_tail: str
+    output_problem: str = ""  # the line saying why it was stopped for its output
 
 
 def tail(path: Path, limit: int = 4000) -> str:
@@ -64,26 +87,26 @@ def wait_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
     return proc.poll() is not None
 
 
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: subprocess.Popen[bytes],
+               wait: Callable[[float], bool] | None = None) -> None:
     """SIGTERM the process group, then SIGKILL whatever is left after a grace period, and
-    last whatever of its session is left (mpirun's ranks have process groups of their own)."""
-    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 10.0)):
+    last whatever of its session is left (mpirun's ranks have process groups of their own):
+    SIGTERM first, so that rank guards end what their programs left behind, then SIGKILL.
+    `wait(seconds)`: True once proc has exited (the launch's output is read meanwhile)."""
+    waited = wait or (lambda seconds: wait_exit(proc, seconds))
+    for sig, grace in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 10.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             break
-        try:
-            proc.wait(timeout=wait)
-            os.killpg(proc.pid, signal.SIGKILL)  # mpirun gone: nothing of its group stays
-        except ProcessLookupError:
-            break
-        except subprocess.TimeoutExpired:
+        if not waited(grace):
             continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # mpirun gone: nothing of its group stays
         break
     # unkillable (a process stuck in the kernel): nothing more can be done for it
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10.0)
-    session.kill(proc.pid)
+    waited(10.0)
+    end_session(proc.pid)
 
 
 def start_watchdog() -> subprocess.Popen[bytes]:
@@ -122,6 +145,79 @@ def _private_tmp(guard: subprocess.Popen[bytes], token: str) -> Path | None:
     return path
 
 
+class Output:
+    """A launch's stdout and stderr: pipes copied to their files as the launch prints, up
+    to `limit` bytes together. Past it, or when a file cannot be written (a full disk),
+    what comes is dropped and `problem` says why: the launch is stopped, as its output
+    cannot be kept whole."""
+
+    def __init__(self, pipes: dict[int, BinaryIO], limit: int) -> None:
+        self.files = dict(pipes)
+        self.limit = self.room = limit
+        self.problem = ""
+        for fd in self.files:
+            os.set_blocking(fd, False)
+
+    def pump(self, fd: int) -> bool:
+        """Copy one read of pipe fd; False when it had nothing (for now, or for good)."""
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if not data:  # every writer has closed it
+            os.close(fd)
+            del self.files[fd]
+            return False
+        keep = b"" if self.problem else data[:self.room]
+        try:
+            self.files[fd].write(keep)
+        except OSError as e:
+            self.problem = f"{OUTPUT_LOST} {self.files[fd].name} cannot be written " \
+                           f"({e.strerror or e}); the launch was stopped"
+        self.room -= len(keep)
+        if len(keep) < len(data) and not self.problem:
+            self.problem = (f"{OUTPUT_MARK} the launch printed more than {self.limit} bytes; "
+                            "it was stopped")
+        return True
+
+    def wait(self, proc: subprocess.Popen[bytes], pidfd: int | None, seconds: float) -> bool:
+        """Copy output until proc exits (True) or `seconds` pass (False); past the limit, what
+        comes is dropped. The pidfd wakes the moment proc exits (Popen.wait polls with
+        sleeps of up to 50 ms)."""
+        deadline = time.monotonic() + seconds
+        while proc.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            poller = select.poll()  # not select(): no limit on descriptor numbers
+            for fd in [*self.files, *([pidfd] if pidfd is not None else [])]:
+                poller.register(fd, select.POLLIN)
+            for fd, _ in poller.poll(min(left, POLL_S) * 1000):
+                if fd in self.files:
+                    self.pump(fd)
+        return True
+
+    def close(self, seconds: float = 1.0) -> None:
+        """Copy what the pipes hold (for `seconds` at most: a process left behind may hold
+        them open and write for ever), then close them."""
+        deadline = time.monotonic() + seconds
+        for fd in list(self.files):
+            while fd in self.files and time.monotonic() < deadline and self.pump(fd):
+                pass
+        for fd in self.files:
+            os.close(fd)
+        self.files.clear()
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd (kernel < 5.3, not Linux): poll
+        return None
+
+
 def run_group(
     argv: list[str],
     env: Mapping[str, str],
@@ -130,6 +226,7 @@ def run_group(
     interrupted: Callable[[], bool] = lambda: False,
     private_tmp: bool = False,
     cwd: Path | None = None,
+    output_limit: int | None = None,
 ) -> Finished:
     """Run argv in a new session; stdout/stderr go to files in log_dir.
 
@@ -138,27 +235,37 @@ def run_group(
     `private_tmp`: the command gets a TMPDIR of its own (mpirun keeps its pid-named session
     directory there; launch/local.py says why), removed once the command has ended, by the
     watchdog if collbench has died. Without a directory (a full or read-only temporary
-    folder), TMPDIR stays as it is."""
+    folder), TMPDIR stays as it is. `output_limit`: bytes the command may print (default
+    OUTPUT_LIMIT and its slack); beyond, it is stopped (`output_problem`)."""
+    limit = OUTPUT_LIMIT + OUTPUT_SLACK if output_limit is None else output_limit
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
     start = time.monotonic()
     token = secrets.token_hex(8)
     run_env = {**env, session.LAUNCH_TOKEN: token}
-    with out_path.open("wb") as out, err_path.open("wb") as err:
+    # unbuffered: a full disk is met at the write, where Output takes it, not at close
+    with out_path.open("wb", buffering=0) as out, err_path.open("wb", buffering=0) as err:
         guard = start_watchdog()
         _tell(guard, "token", token)
         scratch = _private_tmp(guard, token) if private_tmp else None
         if scratch is not None:
             run_env["TMPDIR"] = str(scratch)
         proc = subprocess.Popen(
-            argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=run_env,
-            start_new_session=True, cwd=cwd,
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            env=run_env, start_new_session=True, cwd=cwd,
         )
         _tell(guard, "pid", str(proc.pid))
+        assert proc.stdout is not None and proc.stderr is not None
+        # the pipes are read through their descriptors: the file objects must not close them
+        output = Output({os.dup(proc.stdout.fileno()): out, os.dup(proc.stderr.fileno()): err},
+                        limit)
+        proc.stdout.close()
+        proc.stderr.close()
+        pidfd = _pidfd(proc.pid)
         timed_out = was_interrupted = False
         try:
-            while True:
-                if wait_exit(proc, POLL_S):  # returns the moment mpirun exits
+            while not output.wait(proc, pidfd, POLL_S):  # returns the moment mpirun exits
+                if output.problem:
                     break
                 if time.monotonic() - start > timeout_s:
                     timed_out = True
@@ -168,17 +275,25 @@ def run_group(
                     break
         except KeyboardInterrupt:
             was_interrupted = True
-        if timed_out or was_interrupted:
-            kill_group(proc)
+        if proc.returncode is None:
+            kill_group(proc, lambda seconds: output.wait(proc, pidfd, seconds))
         elif proc.returncode != 0:
-            session.kill(proc.pid)  # a launcher that died may leave ranks behind
+            end_session(proc.pid)  # a launcher that died may leave ranks behind
+        sweep_token(token)  # whatever it left behind on this machine, in any session
+        output.close()
+        if pidfd is not None:
+            os.close(pidfd)
         stop_watchdog(guard)
     if scratch is not None:
         shutil.rmtree(scratch, ignore_errors=True)
+    stderr_tail = tail(err_path)
+    if output.problem:
+        stderr_tail = f"{stderr_tail}\n{output.problem}".strip()
     return Finished(
         returncode=proc.returncode,
         timed_out=timed_out,
         interrupted=was_interrupted,
         wall_s=time.monotonic() - start,
-        stderr_tail=tail(err_path),
+        stderr_tail=stderr_tail,
+        output_problem=output.problem,
     )

@@ -10,6 +10,9 @@ changed source, another MPI or other flags build again and the same inputs never
 
 Output: the program's stdout (stdout.txt in the launch's work folder, whichever backend ran
 it), read as a JSON object line (the last one) or as named regexes (the last match of each).
+Whatever it says is bounded before it is stored (`out_of_bounds`): a time that cannot be a
+time, a number no reader can hold, nesting or size without end fail the point, naming the
+metric and the value (docs/workloads.md, "Limits").
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import shutil
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from collbench.buildcache import BuildError, cache_key, cached_build
 from collbench.errors import UserError
@@ -33,6 +36,15 @@ COMPILER_WORDS: Final = ("mpicc", "{mpicc}")
 PRIMARY_CANDIDATES: Final = ("avg_us", "time_us", "total_us", "elapsed_us", "time_s",
                              "elapsed_s")
 MAX_STDOUT: Final = 1 << 20  # bytes of a program's stdout read back (its end)
+# Bounds of what a program reports (docs/workloads.md, "Limits").
+MAX_TIME_US: Final = 1e12  # 11.6 days: no launch runs that long (run.timeout <= 7 days)
+MAX_FIGURE: Final = 1e18  # any other number: within a BIGINT, and as a DOUBLE to readers
+COUNTS: Final = {"size_bytes": 1 << 50, "iterations": 2**31 - 1, "warmup": 2**31 - 1}
+# Stored as the row's times (the primary metric too): 0 to MAX_TIME_US. Other times (…_us,
+# …_ms, …_s) may be estimates below zero (PLogP's g): |t| <= MAX_TIME_US.
+TIME_COLUMNS: Final = ("avg_us", "min_us", "max_us", "median_us")
+MAX_DEPTH: Final = 16  # nesting of a metric's value (lists, objects)
+MAX_METRICS_BYTES: Final = 64 << 10  # the metrics object as stored JSON
 
 
 class ProgramBuildError(BuildError):
@@ -164,9 +176,103 @@ def read_stdout(path: Path) -> str:
         return ""
 
 
-def _finite(value: Any) -> bool:
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value))
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _as_float(value: int | float) -> float:
+    """A JSON number as a float; an integer too large for one is infinite (not an error)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _show(value: Any) -> str:
+    """A value as a reason shows it: short, and one line."""
+    if isinstance(value, float):
+        return f"{value:g}"  # nan, inf, -5, 2e+12
+    text = str(value) if _is_number(value) else repr(value)
+    return text if len(text) <= 24 else f"{text[:16]}… ({len(text)} characters)"
+
+
+def _label(name: str) -> str:
+    return name if name.isprintable() and len(name) <= 60 else repr(name[:60])
+
+
+def time_scale(name: str) -> float | None:
+    """µs per unit of a metric named as a time (…_us, …_ms, …_s), else None."""
+    for suffix, scale in (("_us", 1.0), ("_ms", 1e3), ("_s", 1e6)):
+        if name.endswith(suffix):
+            return scale
+    return None
+
+
+def _number_problem(name: str, value: Any, column: bool = False) -> str:
+    """Why a number cannot be stored ("" when it can); `column`: it is one of the row's
+    times."""
+    if not _is_number(value):
+        return ""
+    number = _as_float(value)
+    if name in COUNTS:
+        high = COUNTS[name]
+        ok = math.isfinite(number) and 0 <= number <= high
+        return "" if ok else f"{_show(value)} is out of range (valid: 0 to {high})"
+    scale = time_scale(name) or (1.0 if column else None)
+    if scale is not None:
+        low = 0.0 if column else -MAX_TIME_US
+        ok = math.isfinite(number) and low <= number * scale <= MAX_TIME_US
+        valid = f"0 to {MAX_TIME_US:g} µs" if column else f"|t| <= {MAX_TIME_US:g} µs"
+        return "" if ok else f"{_show(value)} is not a time (valid: {valid})"
+    low = 0.0 if name == "bandwidth_mbs" else -MAX_FIGURE
+    ok = math.isfinite(number) and low <= number <= MAX_FIGURE
+    return "" if ok else f"{_show(value)} is out of range (valid: {low:g} to {MAX_FIGURE:g})"
+
+
+def _nested_problem(value: Any, depth: int = 0) -> str:
+    """Why a metric's value cannot be stored: nesting too deep, a number out of range."""
+    if depth > MAX_DEPTH:
+        return f"nested deeper than {MAX_DEPTH} levels"
+    items = value.values() if isinstance(value, dict) else value \
+        if isinstance(value, list) else [value] if depth else []
+    for item in items:
+        if isinstance(item, dict | list):
+            why = _nested_problem(item, depth + 1)
+        else:
+            why = _number_problem("", item)
+        if why:
+            return why
+    return ""
+
+
+def out_of_bounds(metrics: Mapping[str, Any], primary: str | None = None) -> str:
+    """Why a program's metrics cannot be stored, naming the metric and the value ("" when
+    they can): a row's time (TIME_COLUMNS, the primary metric) that is not one (negative,
+    NaN, infinite, above MAX_TIME_US), another time beyond ±MAX_TIME_US, a size or count
+    outside its column, any other number not finite or beyond ±MAX_FIGURE, nesting deeper
+    than MAX_DEPTH, or more than MAX_METRICS_BYTES of JSON."""
+    columns = {*TIME_COLUMNS, primary_name(metrics, primary)}
+    for name, value in metrics.items():
+        why = _number_problem(str(name), value, name in columns) or _nested_problem(value)
+        if why:
+            return f"metric {_label(str(name))}: {why}"
+    size = len(json.dumps(metrics, default=str))
+    if size > MAX_METRICS_BYTES:
+        return f"metrics: {size} bytes of JSON; at most {MAX_METRICS_BYTES} are stored"
+    return ""
+
+
+def _object(line: str) -> dict[str, Any] | None:
+    """A line as a JSON object, or None (not JSON, not an object, nested past what the
+    parser takes, an integer of more digits than Python converts)."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def parse_metrics(text: str, patterns: Mapping[str, str]) -> tuple[dict[str, Any] | None, str]:
@@ -174,15 +280,9 @@ def parse_metrics(text: str, patterns: Mapping[str, str]) -> tuple[dict[str, Any
     import re
 
     if not patterns:
-        for line in reversed(text.splitlines()):
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                obj = json.loads(line, parse_constant=lambda c: None)
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
+        for line in reversed(text.split("\n")):
+            obj = _object(line)
+            if obj is not None:
                 return obj, ""
         return None, "no JSON object line on stdout"
     out: dict[str, Any] = {}
@@ -197,7 +297,7 @@ def parse_metrics(text: str, patterns: Mapping[str, str]) -> tuple[dict[str, Any
         try:
             out[name] = float(raw)
         except (TypeError, ValueError):
-            return None, f"metric {name}: {str(raw)[:60]!r} is not a number"
+            return None, f"metric {name}: {_show(str(raw)[:60])} is not a number"
     if missing:
         return None, f"metrics never matched on stdout: {', '.join(missing)}"
     return out, ""
@@ -206,18 +306,7 @@ def parse_metrics(text: str, patterns: Mapping[str, str]) -> tuple[dict[str, Any
 def json_lines(text: str) -> list[dict[str, Any]]:
     """Every JSON object line of a program's stdout, in order (other output is skipped; a
     line cut short by a kill is not an object)."""
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line, parse_constant=lambda c: None)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
+    return [obj for line in text.split("\n") if (obj := _object(line)) is not None]
 
 
 def line_size(line: Mapping[str, Any]) -> int | None:
@@ -233,18 +322,24 @@ def primary_name(metrics: Mapping[str, Any], primary: str | None) -> str | None:
 
 def primary_us(metrics: Mapping[str, Any], primary: str | None) -> tuple[float | None, str]:
     """(the primary figure in µs, "") or (None, why) — None and "" when the program reports
-    no time and none was asked for."""
+    no time and none was asked for. A figure that cannot be a time is a why."""
     name = primary_name(metrics, primary)
     if name is None:
         return None, ""
     value = metrics.get(name)
-    if value is None or not _finite(value):
-        return None, f"primary metric {name!r} is {'missing' if value is None else repr(value)}"
-    scale = 1e6 if name.endswith("_s") and not name.endswith("_us") else \
-        1e3 if name.endswith("_ms") else 1.0
-    return float(value) * scale, ""
+    if not _is_number(value):
+        return None, f"primary metric {name!r} is {'missing' if value is None else _show(value)}"
+    us = _as_float(value) * (time_scale(name) or 1.0)
+    if not (math.isfinite(us) and 0 <= us <= MAX_TIME_US):
+        return None, (f"metric {_label(name)}: {_show(value)} is not a time (valid: 0 to "
+                      f"{MAX_TIME_US:g} µs)")
+    return us, ""
 
 
 def number(metrics: Mapping[str, Any], name: str) -> float | None:
+    """A metric as a float: None when it is not a finite number within MAX_FIGURE."""
     value = metrics.get(name)
-    return float(value) if value is not None and _finite(value) else None
+    if not _is_number(value):
+        return None
+    figure = _as_float(value)
+    return figure if math.isfinite(figure) and abs(figure) <= MAX_FIGURE else None

@@ -8,9 +8,12 @@ collbench's process group does not reach it): it reads its stdin, a pipe whose w
 only collbench holds. collbench writes the launch's process group id, then "done" when the
 launch has ended; if the pipe closes without "done", collbench has died, and the watchdog
 ends the group: SIGTERM, a grace period for mpirun to tear down its ranks, SIGKILL, then what
-is left of the launch's session. Before the pid, collbench writes the launch's token (in the
-command's environment: if collbench dies before writing the pid, the command is found by it)
-and, when the launch has a TMPDIR of its own, that directory (hex), removed at the end.
+is left of the launch's session (SIGTERM first: a program's rank guard then ends what the
+program left behind, rankguard.c), and last every process still carrying the launch's token
+(what the launch left behind in other sessions). Before the pid, collbench writes the
+launch's token (in the command's environment: if collbench dies before writing the pid, the
+command is found by it) and, when the launch has a TMPDIR of its own, that directory (hex),
+removed at the end.
 """
 
 from __future__ import annotations
@@ -46,7 +49,31 @@ def end_group(pgid: int, grace_s: float = GRACE_S) -> None:
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and _alive(pgid):
             time.sleep(0.05)
-    session.kill(pgid)  # the launch's pid is its session's id: ranks in groups of their own
+    end_session(pgid)  # the launch's pid is its session's id: ranks in groups of their own
+
+
+def end_session(sid: int, grace_s: float = 1.0) -> None:
+    """SIGTERM what is left of session `sid` (a rank guard then ends what its program left
+    behind), then SIGKILL whatever is still there after grace_s."""
+    for pid in session.members(sid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while session.members(sid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    session.kill(sid)
+
+
+def sweep_token(token: str, wait_s: float = 5.0) -> None:
+    """SIGKILL every process that carries this launch's token in its environment, until none
+    is left or wait_s passes: whatever the launch left behind on this machine, in whatever
+    session or process group."""
+    deadline = time.monotonic() + wait_s
+    while (left := session.carrying(token)) and time.monotonic() < deadline:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
 
 
 def _said(data: bytes) -> dict[str, str]:
@@ -82,6 +109,8 @@ def main() -> int:
         for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+    if told.get("token"):
+        sweep_token(told["token"])  # what the launch left behind outside its session
     tmp = _tmp(told)
     if tmp is not None:
         shutil.rmtree(tmp, ignore_errors=True)
