@@ -208,13 +208,15 @@ def _ranks(argv: list[str]) -> int:
     return int(argv[flag + 1])
 
 
-def _plan(tmp_path: Path, prefix: Path, measure: str) -> subprocess.Popen[str]:
+def _plan(tmp_path: Path, prefix: Path, measure: str,
+          command: tuple[str, ...] = ("plan",)) -> subprocess.Popen[str]:
     path = tmp_path / "spec.toml"
     path.write_text(f'[campaign]\nname = "big"\n[measure]\ncollectives = "bcast"\n'
                     f'sizes = [8]\n{measure}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env["TMPDIR"] = str(tmp_path / "tmp")  # this machine, not an allocation; our own TMPDIR
-    return subprocess.Popen([sys.executable, "-m", "collbench.cli", "plan", str(path),
+    env["COLLBENCH_CACHE"] = str(tmp_path / "cache")  # a dry run builds the kernel
+    return subprocess.Popen([sys.executable, "-m", "collbench.cli", *command, str(path),
                              "--mpi", str(prefix)], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
@@ -233,6 +235,17 @@ def test_plan_of_more_ranks_than_cores_tries_the_placement_at_the_cores(
     assert sizes and max(sizes) <= cores, sizes
     skipped = [line for line in out.splitlines() if line.startswith("skipped:")]
     assert len(skipped) == 1 and "-np 512" in skipped[0] and f"-np {cores}" in skipped[0], out
+
+
+@pytest.mark.mpi
+def test_a_dry_run_starts_no_job_larger_than_the_machine(tmp_path: Path) -> None:
+    prefix, cores = _shim_mpi(tmp_path), os.cpu_count() or 1
+    proc = _plan(tmp_path, prefix, "nprocs = [2, 512]", ("run", "--dry-run"))
+    out, err = proc.communicate(timeout=120)  # with a kernel build
+    assert proc.returncode == 0, err
+    sizes = [_ranks(argv) for argv in _started(tmp_path)]
+    assert sizes and max(sizes) <= cores, sizes
+    assert "-np 512" in out  # what a run would start
 
 
 @pytest.mark.mpi
@@ -312,8 +325,8 @@ def test_a_stopped_calibration_leaves_no_temporary_folder(
         os.kill(proc.pid, sig)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode in (0, 130) and "Traceback" not in err, err
-        if proc.returncode == 130:
-            assert err.count("\n") == 1 and "interrupted" in err, err
+        if proc.returncode == 130:  # and it does not name the folder it removes as kept
+            assert err.count("\n") == 1 and "interrupted" in err and str(temp) not in err, err
         deadline = time.monotonic() + 15  # a simulation's watchdog removes its TMPDIR
         while list(temp.iterdir()) and time.monotonic() < deadline:
             time.sleep(0.1)

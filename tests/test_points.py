@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -257,3 +258,40 @@ def test_a_ctrl_c_while_duckdb_reads_is_one_line(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert (proc.returncode, err) == (130, "collbench: interrupted\n")
+
+
+@pytest.mark.slow
+def test_reads_while_another_process_retries_failed_launches(tmp_path: Path) -> None:
+    """Readers take no lock. `run --resume --retry-failed` in another process removes the
+    rows of every failed launch (then measures them again): each read meanwhile sees a
+    folder (rows of whole launches only, never doubled), and is never a traceback or a file
+    called damaged because it went away while being read."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[campaign]\nname = "r"\n[measure]\ncollectives = ["bcast"]\n'
+                    'algorithms = ["default", "binomial"]\nsizes = [8, 1024]\nnprocs = [2]\n'
+                    '[run]\nbackend = "fake"\nrepetitions = 16\nseed = 1\n')
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    failed = tmp_path / "failed"
+    crashed = subprocess.run([sys.executable, "-m", "collbench.cli", "run", str(spec), "-o",
+                              str(failed), "--kernel-debug", "--debug crash --debug-at 0"],
+                             env=env, capture_output=True, check=False)
+    assert crashed.returncode == 1, crashed.stderr  # every launch failed
+    reads = 0
+    for i in range(12):  # the rows go at one moment of each retry: reads race it again
+        out = tmp_path / f"res{i}"
+        shutil.copytree(failed, out)
+        retry = subprocess.Popen([sys.executable, "-m", "collbench.cli", "run", str(spec),
+                                  "-o", str(out), "--resume", "--retry-failed"], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            seen = 64
+            while retry.poll() is None and seen == 64:  # until the failed rows went
+                rows = points.read(Store(out))
+                keys = [(r["launch_id"], r["algorithm"], r["size_bytes"]) for r in rows]
+                assert len(keys) == len(set(keys)) and len(keys) % 4 == 0, len(keys)
+                seen, reads = len(keys), reads + 1
+        finally:
+            retry.send_signal(signal.SIGTERM)  # what follows only measures again
+            _, err = retry.communicate(timeout=60)
+        assert retry.returncode in (0, 130), err
+    assert reads > 12

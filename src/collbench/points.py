@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
@@ -163,15 +163,52 @@ def transport(context_json: str | None) -> str:
 
 # --- the view -----------------------------------------------------------------------------
 
+# Readers take no lock: a run rewriting the folder (`--retry-failed` removes the rows of
+# failed launches, then stores them again) can remove a rows file between the folder being
+# listed and the file being read (by the damage check, then by DuckDB). The folder is then
+# listed and read again, a few times.
+REREADS: Final = 3
+GONE: Final = ("No such file", "No files found")  # what DuckDB says of a file gone
+
+
 def connect(store: Store) -> duckdb.DuckDBPyConnection:
     """The folder's DuckDB connection (Store.connect) with the `point_rows` view."""
-    con = store.connect()
-    try:
-        _create_view(con)
-    except BaseException:
+    return _reading(store, _create_view)
+
+
+def _reading(store: Store, scan: Callable[[duckdb.DuckDBPyConnection], object]
+             ) -> duckdb.DuckDBPyConnection:
+    """store.connect() after `scan` read the rows files through it; one line when the
+    folder cannot be read."""
+    import duckdb
+
+    for attempt in range(REREADS + 1):
+        last, con = attempt == REREADS, None
+        try:
+            con = store.connect()
+            scan(con)
+        except UserError:  # the damage check
+            _close(con)
+            if last or store.damaged():  # damaged still: not a file gone meanwhile
+                raise
+            continue
+        except duckdb.IOException as e:
+            _close(con)
+            said = str(e).strip().splitlines()[0]
+            if last or not any(gone in said for gone in GONE):
+                raise UserError(f"{store.root}: cannot be read ({said}); valid: a results "
+                                "folder no run is rewriting, readable") from None
+            continue
+        except BaseException:
+            _close(con)
+            raise
+        return con
+    raise AssertionError("unreachable")
+
+
+def _close(con: duckdb.DuckDBPyConnection | None) -> None:
+    if con is not None:
         con.close()
-        raise
-    return con
 
 
 def _create_view(con: duckdb.DuckDBPyConnection) -> None:
@@ -243,12 +280,14 @@ def read(store: Store, *, collective: str | None = None, nprocs: int | None = No
 
 def present(store: Store) -> list[tuple[str, int]]:
     """(collective, nprocs) of every row of the folder, sorted: what a filter can name."""
-    con = store.connect()
-    try:
-        return sorted((str(c), int(n or 0)) for c, n in con.execute(
+    found: list[tuple[str, int]] = []
+
+    def scan(con: duckdb.DuckDBPyConnection) -> None:
+        found[:] = sorted((str(c), int(n or 0)) for c, n in con.execute(
             "SELECT DISTINCT collective, nprocs FROM measurements").fetchall())
-    finally:
-        con.close()
+
+    _reading(store, scan).close()
+    return found
 
 
 def identity(row: Mapping[str, Any], keep: Sequence[str] = IDENTITY) -> tuple[Any, ...]:
