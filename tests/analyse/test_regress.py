@@ -17,22 +17,16 @@ import pytest
 from collbench.analyse.regress import regress
 from collbench.campaign import create_folder
 from collbench.cli import main
-from collbench.records import make_row
 from collbench.store import Store
+from tests.test_points import row as points_row
 
 SIZES = (1, 1024, 65536)
 NOISE = (1.00, 1.01, 0.99, 1.02, 0.98)
 
 
 def row(**kw: Any) -> dict[str, Any]:
-    base: dict[str, Any] = dict(
-        campaign="t", launch_id="l0", repetition=0, backend="local", source="kernel",
-        mpi="openmpi-5.0.11", mpi_version="5.0.11", collective="bcast", algorithm="default",
-        algorithm_id=0, segsize=0, fanout=0, selection="none", params="{}", nprocs=4,
-        nodes=1, ppn=4, mapping="core", binding="core", size_bytes=1, iterations=100,
-        warmup=10, avg_us=1.0, min_us=0.9, max_us=1.1, median_us=1.0, status="ok")
-    base.update(kw)
-    return make_row(**base)
+    """tests/test_points.py's row, as a local campaign of the kernel writes it."""
+    return points_row(**{"backend": "local", "selection": "none", **kw})
 
 
 def folder(root: Path, slow: dict[int, float] | None = None, reps: int = 5,
