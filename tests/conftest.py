@@ -116,3 +116,4 @@ def kernel_runner(kernel: KernelBinary, workdir: Path) -> RunKernel:
 @pytest.fixture
 def run_kernel(kernel: KernelBinary, tmp_path: Path) -> RunKernel:
     return kernel_runner(kernel, tmp_path)
+

@@ -84,6 +84,9 @@ SKIP: dict[str, str] = {
         "spec.toml/probe.toml stand for the reader's own spec",
     r"osu_bcast\.out|IMB-MPI1\.out|osu_iallgather\.out":
         "the reader's own OSU/IMB output (ingest of real samples: tests/ingest)",
+    r"\b(collectives|pingpong)\.csv\b|shared/data/orfeo-|results/(epyc|thin)|epyc-shape\.toml":
+        "a published data set outside the repository (tests/ingest/test_table.py and "
+        "tests/platforms/test_builtin_recipes.py run these on ../shared/data)",
     r"results/(x|real|pp|jacobi|probe|imb|model48|predicted|sim|study|hosts)\b|RESULTS":
         "a results folder the reader measured (real runs, studies, other machines)",
     r"results/(nb|ring|prog)\b|examples/(nonblocking|ring|program|hosts)\.toml":
@@ -92,6 +95,9 @@ SKIP: dict[str, str] = {
         "the real quickstart takes a minute (`make run`); run here with --backend fake",
     r"\b(machine|orfeo|vendor|m|here)\.p2p\.toml\b|--model\b|\bloggp\b":
         "a p2p model measured on a cluster (tests/models fit one)",
+    r"rules check --han tuned\.conf\.han":
+        "the han file `collbench tune results/hosts` writes (tests/tune/test_han.py runs "
+        "rules check --han on one)",
     r"rules verify|tune validate|--adaptive":
         "real MPI launches of minutes (tests/tune runs them)",
     r"study examples/mca-study\.toml -o": "an MCA study: many real launches",

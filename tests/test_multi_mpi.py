@@ -16,6 +16,7 @@ from collbench.catalog.mpi import find_mpi
 from collbench.errors import UserError
 from collbench.launch.base import LaunchOutcome
 from collbench.plan import Plan, make_plan
+from collbench.plan.model import PLAN_FORMAT
 from collbench.records import make_row, mpi_implementation, mpi_key
 from collbench.runner import RowContext, build_rows
 from collbench.spec import parse_spec
@@ -117,7 +118,7 @@ def test_exclude_mpi_drops_that_mpis_points() -> None:
 def test_plan_json_keeps_the_mpi_and_reads_format_1() -> None:
     plan = plan_of(spec())
     data = json.loads(json.dumps(plan.to_json()))
-    assert data["format"] == 2
+    assert data["format"] == PLAN_FORMAT == 3
     again = Plan.from_json(data)
     assert [la.mpi for la in again.launches] == [la.mpi for la in plan.launches]
     old = {**data, "format": 1, "launches": [

@@ -139,8 +139,9 @@ def test_compare_against_itself_refuses_a_swept_campaign_from_collbench_run(
 # --- one folder, every reader -------------------------------------------------------------
 
 def _reference(store: Store) -> dict[tuple[str, int, int], float]:
-    return {(str(p.key[1]), p.key[4], p.key[9]): p.median
-            for p in points.pool(points.read(store), "avg_us")}
+    named = [(dict(zip(points.IDENTITY, p.key, strict=True)), p.median)
+             for p in points.pool(points.read(store), "avg_us")]
+    return {(str(k["algorithm"]), k["nprocs"], k["size_bytes"]): m for k, m in named}
 
 
 def _compare(store: Store) -> dict[tuple[str, int, int], float]:

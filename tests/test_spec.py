@@ -83,7 +83,7 @@ def test_per_collective_algorithms() -> None:
     ("colectives = 1\n", "",
      "spec.toml: measure.colectives: unknown key 'colectives'; valid: collectives, algorithms, "
      "sizes, nprocs, map_by, bind_to, ppn, iterations, warmup, validate, samples, precision, "
-     "min_iterations, max_iterations, max_seconds, timing, nonblocking, mpi "
+     "min_iterations, max_iterations, max_seconds, timing, nonblocking, mpi, components "
      "(did you mean collectives?)"),
     ('[mesure]\n', "", "spec.toml: mesure: unknown key 'mesure'; valid: campaign, measure, mca, "
                        "run, workload, zip, exclude (did you mean measure?)"),

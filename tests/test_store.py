@@ -1,12 +1,15 @@
+import contextlib
 import json
-import os
 import subprocess
-from collections.abc import Callable
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from collbench.cli import main
 from collbench.errors import UserError
 from collbench.records import COLUMNS, FORMAT_VERSION, make_row
 from collbench.store import Store
@@ -95,48 +98,6 @@ def test_not_a_results_folder_and_wrong_version(tmp_path: Path) -> None:
         s.connect()
 
 
-def _write(text: str) -> Callable[[Path], None]:
-    def write(tmp: Path) -> None:
-        tmp.write_text(text)
-    return write
-
-
-def _temporary_name(target: str, pid: int, host: str) -> str:
-    """A temporary file's name as store.temporary() makes it."""
-    return f".{target}.{pid}-{host}.0123abcd.tmp.csv"
-
-
-def test_a_write_sweeps_dead_writers_temporaries_and_keeps_live_ones(tmp_path: Path) -> None:
-    from collbench import store
-
-    dead = int(Path("/proc/sys/kernel/pid_max").read_text())  # no process ever has it
-    live = subprocess.Popen(["sleep", "60"])
-    other_host = "0" * 8 if store._HOST != "0" * 8 else "1" * 8
-    try:
-        kept = {_temporary_name("x.csv", live.pid, store._HOST),  # a live writer's
-                _temporary_name("x.csv", dead, other_host),  # a PID of another machine
-                ".x.csv.k3j4l5m6.tmp.csv"}  # not of this naming: not ours to judge
-        swept = {_temporary_name("x.csv", dead, store._HOST),
-                 _temporary_name("y.parquet", dead, store._HOST)}
-        for name in kept | swept:
-            (tmp_path / name).write_text("partial")
-        store.publish(tmp_path / "x.csv", _write("a\n1\n"))
-        assert set(os.listdir(tmp_path)) == kept | {"x.csv"}
-        assert (tmp_path / "x.csv").read_text() == "a\n1\n"
-    finally:
-        live.kill()
-        live.wait()
-
-
-def test_publish_makes_no_folder(tmp_path: Path) -> None:
-    from collbench import store
-
-    with pytest.raises(UserError, match=r"x.csv: the folder .*/no does not exist; valid: an "
-                                        r"existing folder$"):
-        store.publish(tmp_path / "no" / "x.csv", _write("a\n"))
-    assert not (tmp_path / "no").exists()
-
-
 def test_an_interrupted_creation_may_be_created_again(tmp_path: Path) -> None:
     s = Store(tmp_path / "res")
     assert s.creatable()  # absent
@@ -149,3 +110,78 @@ def test_an_interrupted_creation_may_be_created_again(tmp_path: Path) -> None:
     (s.root / "notes.txt").unlink()
     _store(tmp_path)  # completes it
     assert not s.creatable() and s.campaign()["name"] == "t"
+
+
+# --- readers while a run rewrites the folder ----------------------------------------------
+
+# What `run --resume --retry-failed` does to a folder, faster: a launch's rows file removed
+# (Store.forget), then stored again (written aside, renamed), 50 launches a second.
+REWRITER = """\
+import os, sys, time
+folder, stop = sys.argv[1], sys.argv[2]
+names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl"))
+data = {n: open(os.path.join(folder, n), "rb").read() for n in names}
+open(stop + ".started", "w").close()
+while not os.path.exists(stop):
+    for n in names:
+        path = os.path.join(folder, n)
+        os.unlink(path)
+        time.sleep(0.002)
+        with open(path + ".tmp", "wb") as f:
+            f.write(data[n])
+        os.replace(path + ".tmp", path)
+        time.sleep(0.02)
+"""
+
+
+@contextlib.contextmanager
+def _rewritten(s: Store) -> Iterator[None]:
+    """A real concurrent process rewriting `s`'s rows files until the block ends."""
+    stop = s.root.parent / "stop"
+    proc = subprocess.Popen([sys.executable, "-c", REWRITER, str(s.launch_dir), str(stop)])
+    try:
+        deadline = time.monotonic() + 30
+        while not stop.with_name("stop.started").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        yield
+    finally:
+        stop.touch()
+        proc.wait(timeout=30)
+
+
+def _many(tmp_path: Path, launches: int = 40) -> Store:
+    s = _store(tmp_path)
+    for n in range(launches):
+        lid = f"{n:04d}-aa"
+        s.write_launch(lid, _rows(lid, 2), {"status": "ok"})
+    return s
+
+
+def test_a_rows_file_removed_meanwhile_is_not_damage(tmp_path: Path) -> None:
+    """A file gone between the listing and the reading is not stored (any more), never
+    "damaged" (which a resume would measure again and readers refuse)."""
+    s = _many(tmp_path)
+    with _rewritten(s):
+        for _ in range(300):
+            assert s.damaged() == {}
+            assert set(s.finished().values()) <= {"ok"}
+            s.check_files()
+
+
+def test_readers_read_again_when_a_run_rewrites_the_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`query`, `export` and collbench.open() read the folder whole (each launch 2 rows),
+    where DuckDB's listing and reading raced the rewrite (an IO error, a traceback)."""
+    import collbench
+
+    s = _many(tmp_path)
+    out = tmp_path / "m.csv"
+    with _rewritten(s):
+        for _ in range(15):
+            assert main(["query", str(s.root), "SELECT count(*) % 2 AS odd FROM "
+                         "measurements", "--format", "json"]) == 0, capsys.readouterr().err
+            assert json.loads(capsys.readouterr().out) == [{"odd": 0}]
+            assert main(["export", str(s.root), "-o", str(out)]) == 0, capsys.readouterr().err
+            assert capsys.readouterr().out == f"wrote {out}\n"
+            assert len(collbench.open(s.root).measurements()) % 2 == 0

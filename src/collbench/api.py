@@ -19,6 +19,7 @@ from collbench.spec import Spec, parse_spec
 from collbench.store import Store, open_results
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas
 
 # DuckDB type -> pandas dtype: nullable integers and booleans stay integers and booleans
@@ -105,13 +106,12 @@ class Results:
 
     def _frame(self, table: str, columns: dict[str, str]) -> pandas.DataFrame:
         pd = _pandas()
-        con = self.store.connect()
-        try:
+
+        def scan(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[tuple[Any, ...]]]:
             cursor = con.execute(f"SELECT * FROM {table}")  # one of two fixed names
-            names = [d[0] for d in cursor.description]
-            rows = cursor.fetchall()
-        finally:
-            con.close()
+            return [d[0] for d in cursor.description], cursor.fetchall()
+
+        names, rows = self.store.reading(scan)  # read again if a run rewrites the folder
         data = {name: pd.array([r[i] for r in rows],
                                dtype=_DTYPES.get(columns.get(name, ""), "object"))
                 for i, name in enumerate(names)}

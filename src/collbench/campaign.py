@@ -33,7 +33,7 @@ from collbench.kernel.build import KernelBinary
 from collbench.launch.base import Backend, BackendSetup, Identity, LaunchBackend, create
 from collbench.launch.multi import MultiMpi, mpis_record, multi
 from collbench.plan import Launch, Plan, make_plan
-from collbench.records import mpi_key
+from collbench.records import FORMAT_VERSION, mpi_key
 from collbench.runner import RowContext, Summary, run_campaign
 from collbench.spec import Spec, load_spec, parse_spec
 from collbench.store import Store
@@ -310,6 +310,17 @@ def _same_identity(store: Store, was: Identity, now: Identity, key: str = "") ->
                         f"({'measure.mpi' if key else '--mpi'}) or use another -o folder")
 
 
+def _same_format(store: Store) -> None:
+    """The upgrade step of format 3: rows of an older folder do not say which component
+    served them, so new rows beside them would split every point in two."""
+    was = store.campaign().get("format_version")
+    if was != FORMAT_VERSION and store.launch_files():
+        raise UserError(f"{store.root}: format_version {was!r} (its rows do not record the "
+                        f"coll component that served them; this collbench writes format "
+                        f"{FORMAT_VERSION}); valid: resume it with the collbench that started "
+                        "it, or measure again in another -o folder (it stays readable)")
+
+
 def _same_meta(store: Store, meta: Mapping[str, Any]) -> None:
     stored = store.campaign()
     for key, value in meta.items():
@@ -400,6 +411,7 @@ def _open(store: Store, source: SpecSource, mpi: MpiInstall, request: Request,
             raise UserError(f"{store.root}: already holds campaign "
                             f"{store.campaign().get('name')!r}; add --resume to continue it, "
                             "or choose another -o folder")
+        _same_format(store)
         _same_spec(store, source)
         _same_meta(store, request.meta)
         stored_backend = str(store.campaign().get("backend") or "") or None

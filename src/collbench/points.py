@@ -2,7 +2,8 @@
 pooling over repetitions, and the statistic table.
 
 A *point* is one thing measured, repeated over launches. Its identity (IDENTITY) is the
-collective, the algorithm with its segment size and fanout, the placement (nprocs, nodes,
+collective, the coll component that served it (records format 3; unknown before), the
+algorithm with its segment size and fanout, the placement (nprocs, nodes,
 ppn, mapping, binding), the message size, the MPI, and the `context`: every MCA setting,
 environment variable and workload parameter of the launch, without the keys that only force
 the algorithm (the algorithm columns say what was forced), with a non-blocking point's
@@ -33,14 +34,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from collbench.catalog.forcing import DEFAULT_TRANSPORT, is_forcing_env, is_forcing_mca
 from collbench.errors import UserError, choice_error
-from collbench.records import COLUMNS
+from collbench.records import COLUMNS, UNKNOWN_COMPONENT
 from collbench.store import Store
 
 if TYPE_CHECKING:
     import duckdb
 
-IDENTITY: Final = ("collective", "algorithm", "segsize", "fanout", "nprocs", "nodes", "ppn",
-                   "mapping", "binding", "size_bytes", "mpi", "context")
+IDENTITY: Final = ("collective", "component", "algorithm", "segsize", "fanout", "nprocs",
+                   "nodes", "ppn", "mapping", "binding", "size_bytes", "mpi", "context")
 
 # --- the statistic table ------------------------------------------------------------------
 # `--stat NAME` -> the figure it compares, for every command (any numeric `<name>_us` figure
@@ -238,8 +239,11 @@ def _create_view(con: duckdb.DuckDBPyConnection) -> None:
     mpi = ("CASE WHEN d.mpi_version IS NOT NULL AND d.mpi_version <> '' AND d.mpi IS NOT NULL "
            "AND NOT ends_with(d.mpi, d.mpi_version) THEN d.mpi || '-' || d.mpi_version "
            "ELSE d.mpi END AS mpi")
+    # component: format 1-2 rows and ingested files did not record one
+    component = f"coalesce(d.component, '{UNKNOWN_COMPONENT}') AS component"
     con.execute(
-        f"CREATE TEMP VIEW {VIEW} AS SELECT d.* EXCLUDE (mj, mpi), {mpi}, c.context"
+        f"CREATE TEMP VIEW {VIEW} AS SELECT d.* EXCLUDE (mj, mpi, component), {mpi}, "
+        f"{component}, c.context"
         f"{', ' + numeric if numeric else ''} "
         f"FROM decoded d LEFT JOIN contexts c ON {on}")
 
@@ -325,7 +329,8 @@ def narrow(rows: Sequence[Mapping[str, Any]], keep: Sequence[str], where: str,
                 "`collbench compare`, which keeps them apart")
 
 
-_WHAT: Final = {"context": "MCA/environment/workload setting", "mpi": "MPI"}
+_WHAT: Final = {"context": "MCA/environment/workload setting", "mpi": "MPI",
+                "component": "coll component"}
 
 
 @dataclass(frozen=True)

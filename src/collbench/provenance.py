@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from collbench.catalog import ompi_info
-from collbench.catalog.mpi import MpiInstall
+from collbench.catalog.mpi import MpiInstall, launcher_env
 from collbench.version import __version__
 
 # Environment variables that change MPI behaviour or placement.
@@ -42,7 +42,8 @@ def _sockets() -> int | None:
 
 
 def mpi_info_dump(mpi: MpiInstall) -> str:
-    """`ompi_info --all --parsable` (Open MPI) or `mpichversion` (MPICH), verbatim."""
+    """`ompi_info --all --parsable` (Open MPI), `mpichversion` (MPICH) or `impi_info -a`
+    (Intel MPI), verbatim."""
     if mpi.info_tool is None:
         return ""
     if mpi.implementation == "openmpi":
@@ -51,9 +52,11 @@ def mpi_info_dump(mpi: MpiInstall) -> str:
         if run.error is not None:
             return f"# {command} failed: {run.error}\n"
         return f"# {command}\n{run.text}"
-    args = [str(mpi.info_tool)]
+    # Intel MPI's impi_info needs its library path (launcher_env) and lists with -a
+    args = [str(mpi.info_tool), *(["-a"] if mpi.implementation == "impi" else [])]
     try:
-        out = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+        out = subprocess.run(args, capture_output=True, text=True, errors="replace",
+                             timeout=120, check=False, env=launcher_env(mpi))
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"# {' '.join(args)} failed: {e}\n"
     return f"# {' '.join(args)}\n{out.stdout}"

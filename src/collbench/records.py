@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-FORMAT_VERSION: Final = 2
+FORMAT_VERSION: Final = 3
 # What each results-folder format version holds. A reader reads the versions in
 # READABLE_FORMATS; a new version adds a line here (and an upgrade step in store.py when
 # an older folder cannot be read as it is; campaign.json's format_version says which one
@@ -23,8 +23,15 @@ FORMAT_HISTORY: Final[dict[int, str]] = {
        "one campaign ([measure] mpi) differ in one column; provenance.json adds mpis (key "
        "-> that MPI's description and kernel) for such campaigns; the plan in PLAN_FORMAT "
        "2. Version 1 folders are read as they are (mpi_implementation reads both).",
+    3: "as 2, with a component column: the coll component that served a kernel row, as "
+       "Open MPI reported it at run time (tuned, han, libnbc, ...; docs/components.md), "
+       "what a simulation or a model simulated (tuned, smpi), the implementation for other "
+       "MPIs (mpich), p2p for point-to-point benchmarks. Version 1 and 2 folders are read "
+       "as they are, their component as unknown (nothing recorded what served them).",
 }
-READABLE_FORMATS: Final = (1, 2)
+READABLE_FORMATS: Final = (1, 2, 3)
+# The component of a row whose MPI did not say (format 1-2 rows, ingested files).
+UNKNOWN_COMPONENT: Final = "unknown"
 
 # Column name -> DuckDB type. Order is the order of columns in exports.
 COLUMNS: Final[dict[str, str]] = {
@@ -36,6 +43,7 @@ COLUMNS: Final[dict[str, str]] = {
     "mpi": "VARCHAR",
     "mpi_version": "VARCHAR",
     "collective": "VARCHAR",
+    "component": "VARCHAR",  # coll component that served it (tuned, han, ...): format 3
     "algorithm": "VARCHAR",  # name as the MPI spells it, "default" for the MPI's own choice
     "algorithm_id": "INTEGER",  # Open MPI id; 0 = default; NULL where ids do not exist
     "segsize": "BIGINT",  # 0 = unsegmented / MPI default
@@ -69,6 +77,7 @@ STATUSES: Final = ("ok", "invalid", "failed", "timeout", "skipped")
 SAMPLE_COLUMNS: Final[dict[str, str]] = {
     "launch_id": "VARCHAR",
     "collective": "VARCHAR",
+    "component": "VARCHAR",  # coll component that served it (tuned, han, ...): format 3
     "algorithm": "VARCHAR",
     "segsize": "BIGINT",
     "fanout": "INTEGER",

@@ -13,6 +13,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from collbench.catalog import components
+from collbench.catalog.collectives import COLLECTIVES, Kind
 from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
 from collbench.errors import UserError
 from collbench.launch import program as programs
@@ -116,17 +118,19 @@ def read_kernel_output(path: Path) -> list[dict[str, Any]]:
 
 def launch_params(launch: Launch) -> str:
     """The params column: the user's MCA settings and environment, without forcing keys."""
-    mca = {k: v for k, v in launch.mca if not is_forcing_mca(k)}
-    env = {k: v for k, v in launch.env if not is_forcing_env(k)}
+    mca = {k: v for k, v in launch.mca if not is_forcing_mca(k)
+           and not components.is_request_mca(k, launch.component)}
+    env = {k: v for k, v in launch.env if not is_forcing_env(k) and k != components.ENV}
     return json.dumps({"mca": mca, "env": env, "swept": dict(launch.swept)}, sort_keys=True)
 
 
 # Keys of a kernel output line that go into the row's metrics column: under SimGrid,
 # whose code ran ("port" or "smpi") and what a "default" point resolved to; with a real
 # MPI, "coll_preference": "^han" when a forced coll/tuned algorithm was measured on a
-# communicator coll/han may not take (the kernel's new_measure_comm says why).
+# communicator coll/han may not take (the kernel's new_measure_comm says why), and
+# "sub_components": the components coll/han's sub-communicators used (the probe's).
 KERNEL_METRICS = ("implementation", "resolved_algorithm", "resolved_algorithm_id",
-                  "coll_preference")
+                  "coll_preference", "sub_components")
 
 
 # Figures of [measure] timing = "completion" (docs/statistics.md, "Completion time"): the
@@ -139,7 +143,8 @@ TIMING_METRICS = ("completion_us", "completion_ci", "completion_late", "synced_a
 
 def kernel_metrics(got: dict[str, Any]) -> str | None:
     """The metrics JSON of one kernel output line (None when it has none of the keys)."""
-    metrics = {k: got[k] for k in KERNEL_METRICS if k in got}
+    metrics = {k: got[k] for k in KERNEL_METRICS if k in got
+               and (k != "sub_components" or got[k])}
     metrics.update({k: got[k] for k in TIMING_METRICS if got.get(k) is not None})
     return json.dumps(metrics, sort_keys=True) if metrics else None
 
@@ -197,10 +202,12 @@ def build_rows(
                    else f"launch exited with status {outcome.returncode} before this point")
             tail = outcome.stderr_tail[-ERROR_TAIL:]
             got = {"status": status, "error": f"{why}; stderr: {tail}" if tail else why}
+        got = _bounded(got)
+        component, got = _served(launch, point, got, ctx)
         rows.append(make_row(
             campaign=ctx.campaign, launch_id=launch.launch_id, repetition=launch.repetition,
             backend=ctx.backend, source="kernel", mpi=ctx.mpi, mpi_version=ctx.mpi_version,
-            collective=point.collective, algorithm=point.algorithm,
+            collective=point.collective, component=component, algorithm=point.algorithm,
             algorithm_id=point.algorithm_id, segsize=point.segsize, fanout=point.fanout,
             selection=launch.selection, params=params, nprocs=launch.nprocs, nodes=nodes,
             ppn=ranks_per_node(launch.nprocs, nodes, launch.ppn), mapping=launch.mapping,
@@ -214,6 +221,42 @@ def build_rows(
             metrics=with_metrics(kernel_metrics(got), nonblocking_metrics(point, got)),
         ))
     return rows
+
+
+# The kernel's numbers stored in a row or its metrics (besides strings, lists, booleans).
+KERNEL_FIGURES = ("avg_us", "min_us", "max_us", "median_us", "bandwidth_mbs", "iterations",
+                  "warmup", *TIMING_METRICS, *NONBLOCKING_METRICS)
+
+
+def _bounded(got: dict[str, Any]) -> dict[str, Any]:
+    """A measured point whose numbers cannot be (a time that is negative, not finite or
+    above 11 days; another figure beyond its column) is a failed point that says which:
+    every number is bounded before it is stored, the kernel's as a program's."""
+    if got.get("status") != "ok":
+        return got
+    figures = {k: got[k] for k in KERNEL_FIGURES if k in got and got[k] is not None
+               and not isinstance(got[k], str | list | bool)}
+    why = programs.out_of_bounds(figures, "avg_us")
+    return {"status": "failed", "error": f"kernel output: {why}"} if why else got
+
+
+def _served(launch: Launch, point: Point, got: dict[str, Any], ctx: RowContext
+            ) -> tuple[str, dict[str, Any]]:
+    """The point's component, and its output made a failed point when what served it is
+    not what its row says (a label is what ran)."""
+    p2p = COLLECTIVES[point.collective].kind is Kind.P2P
+    forced = bool(point.algorithm_id) and not p2p
+    forced_tuned = forced and point.test_calls is None
+    forced_nb = forced and point.test_calls is not None
+    want = components.expected(launch.component, forced_tuned, forced_nb)
+    component = components.row_component(ctx.mpi, p2p, got, want)
+    if got.get("status") == "ok" and not p2p:
+        problem = components.served_problem(point.collective, point.algorithm,
+                                            launch.component, forced_tuned, forced_nb, got)
+        if problem:  # the row is the variant asked for, failed; the error says what ran
+            got = {"status": "failed", "error": problem}
+            component = want or component
+    return component, got
 
 
 def program_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: RowContext,

@@ -23,101 +23,24 @@ dies, however it dies); readers never need it.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import fcntl
-import hashlib
 import json
 import os
-import re
-import secrets
 import shutil
-import socket
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from collbench.errors import UserError
 from collbench.records import COLUMNS, FORMAT_VERSION, READABLE_FORMATS, SAMPLE_COLUMNS
+from collbench.storefiles import atomic_write
 from collbench.version import __version__
 
 if TYPE_CHECKING:
     import duckdb
 
-
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
-    """`path` holds `data` whole, or keeps what it held: written aside, fsynced, renamed.
-    `mode` (e.g. 0o644 for files users share) replaces the private temporary file's."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = temporary(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-# A temporary file is `.<name>.<pid>-<host>.<random>.tmp<suffix>`: the writer's PID tells a
-# later writer whether it died (SIGKILL, a power cut) and left the file behind; the host
-# (hashed: any characters) keeps a PID of another machine sharing the folder out of it.
-_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
-_TEMPORARY = re.compile(
-    r"\..+\.(?P<pid>\d+)-(?P<host>[0-9a-f]{8})\.[0-9a-f]{8}\.tmp(\.[^./]*)?")
-_SWEPT: set[Path] = set()
-
-
-def temporary(path: Path, suffix: str = "") -> tuple[int, Path]:
-    """A new private file beside `path` (an open descriptor and its path), named so that
-    sweep() removes it once its writer is dead; the folder's dead writers' are swept first."""
-    sweep(path.parent)
-    while True:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}-{_HOST}.{secrets.token_hex(4)}"
-                             f".tmp{suffix}")
-        try:
-            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), tmp
-        except FileExistsError:
-            continue
-
-
-def sweep(folder: Path) -> None:
-    """Remove the temporary files in `folder` that a writer on this host left when it died
-    (once per folder and process); a live writer's (another export, another run) stay."""
-    real = folder.resolve()
-    if real in _SWEPT:
-        return
-    _SWEPT.add(real)
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return  # not there yet, or not readable: nothing of ours to sweep
-    for name in names:
-        m = _TEMPORARY.fullmatch(name)
-        if m and m["host"] == _HOST and not _alive(int(m["pid"])):
-            with contextlib.suppress(OSError):
-                (folder / name).unlink()
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process: alive
-    return True
+T = TypeVar("T")
 
 
 def _json_bytes(obj: Any) -> bytes:
@@ -277,6 +200,8 @@ class Store:
         for rows in self.launch_files():
             lid = rows.stem
             statuses, why = _row_statuses(rows, planned.get(lid))
+            if statuses is None:
+                continue  # gone since the folder was listed: not stored (any more)
             if why:
                 self.last_damage[lid] = why
                 continue
@@ -357,6 +282,14 @@ class Store:
         import duckdb
 
         con = duckdb.connect()
+        try:
+            self._views(con)
+        except BaseException:  # a rows file gone meanwhile (reading() reads again)
+            con.close()
+            raise
+        return con
+
+    def _views(self, con: duckdb.DuckDBPyConnection) -> None:
         root = _glob_safe(self.root)
         if self.launch_files():
             only = "" if self.only_mpi is None else \
@@ -377,19 +310,57 @@ class Store:
         else:
             cols = ", ".join(f'"{k}" {v}' for k, v in SAMPLE_COLUMNS.items())
             con.execute(f"CREATE TABLE samples ({cols})")
-        return con
+
+    def reading(self, scan: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """scan(connect()) on a connection closed after it. Readers take no lock: a run
+        rewriting the folder (`--retry-failed` removes the rows of failed launches, then
+        stores them again) can remove a rows file between DuckDB listing the folder and
+        reading it; the folder is then read again (up to REREADS times), and one line
+        names it if it never reads whole. Other errors are the caller's to word."""
+        import duckdb
+
+        self.campaign()  # validates the folder, once
+        for attempt in range(REREADS + 1):
+            last, con = attempt == REREADS, None
+            try:
+                con = self.connect()
+                return scan(con)
+            except UserError:  # scan's own, or the damage check: damaged still?
+                if con is not None or last or self.damaged():
+                    raise
+            except duckdb.IOException as e:
+                said = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+                if not self._gone(said):
+                    raise
+                if last:
+                    raise UserError(f"{self.root}: cannot be read ({said}); valid: a results "
+                                    "folder no run is rewriting, readable") from None
+            finally:
+                if con is not None:
+                    con.close()
+        raise AssertionError("unreachable")
+
+    def _gone(self, said: str) -> bool:
+        """Whether DuckDB's `said` is of a file of this folder gone while it read."""
+        return any(g in said for g in GONE) and str(_glob_safe(self.root)) in said
 
 
+REREADS: Final = 3
+GONE: Final = ("No such file", "No files found")  # what DuckDB says of a file gone
 _CREATION_FILES = frozenset({"spec.toml", "plan.json", "provenance.json", "ompi_info.txt"})
 MAX_ROWS_FILE = 512 * 1024 * 1024  # a rows file larger than this was not written by us
 
 
-def _row_statuses(path: Path, planned: int | None) -> tuple[list[str], str]:
-    """(status of each row, "") for a sound rows file, else ([], why it is damaged)."""
+def _row_statuses(path: Path, planned: int | None) -> tuple[list[str] | None, str]:
+    """(status of each row, "") for a sound rows file, ([], why it is damaged), or
+    (None, "") for a file gone since the folder was listed: readers take no lock, and a
+    run rewriting the folder (`--retry-failed`) removes rows files; that is no damage."""
     try:
         if path.stat().st_size > MAX_ROWS_FILE:
             return [], "larger than any launch collbench writes"
         data = path.read_bytes()
+    except FileNotFoundError:
+        return None, ""
     except OSError as e:
         return [], f"unreadable: {e.strerror or e}"
     if not data:
@@ -470,31 +441,6 @@ def open_results(path: str | Path) -> Store:
     store = Store(Path(path))
     store.campaign()  # validates the folder
     return store
-
-
-def publish(path: Path, write: Callable[[Path], None], mode: int = 0o644) -> None:
-    """Let `write` fill a private temporary file beside `path`, then rename it into place:
-    the user's file appears complete or not at all (exports, figures). The folder must
-    exist (a mistyped path makes no folders); a failure is one line naming `path`."""
-    folder = path.parent
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise UserError(f"{path}: the folder {folder} {what}; valid: an existing folder")
-    try:
-        fd, tmp = temporary(path, path.suffix)
-    except OSError as e:
-        raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
-    os.close(fd)
-    try:
-        write(tmp)
-        with tmp.open("rb") as f:
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def sql_path(path: Path) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,72 @@ def test_single_algorithm_has_no_selection() -> None:
     r = against(only, only, "a", "b")
     assert r.selections == () and r.penalty is None
     assert "no selection measures" in render(r, "table")
+
+
+def test_zero_values_are_counted_and_named_not_only_in_a() -> None:
+    # B gives 0 us at one pipeline point (error 100 %); A has 0 us at one binomial point
+    # (error undefined): both are paired points, never "only in A".
+    a = dict(A)
+    a[Key("bcast", "binomial", 8, "core", 1)] = 0.0
+    b = side({"binomial": [2, 3, 5, 40, 400], "pipeline": [6, 7, 9, 0.0, 200]})
+    r = against(a, b, "a", "b")
+    assert (r.only_a, r.only_b) == (len(SIZES), 0)  # A's default only
+    assert [p.key.size_bytes for p in r.undefined] == [1]
+    (zero,) = r.zero_b()
+    assert (zero.key.algorithm, zero.key.size_bytes, zero.abs_pct) == ("pipeline", 4096, 100)
+    errs = {x.algorithm: x for x in r.algorithms}
+    assert errs["pipeline"].points == 5 and errs["binomial"].points == 4
+    # sizes 1 and 4096 hold a 0 us value: no best algorithm is claimed there
+    assert sorted(s.size_bytes for s in r.selections) == [16, 256, 65536]
+    text = render(r, "table")
+    assert "10 paired points (5 only in A, 0 only in B; 1 with A = 0 us: error undefined" \
+        in text and "1 with B = 0 us: error 100 %" in text
+    assert "undefined (A = 0)" in text and "2 configurations with a 0 us value" in text
+    rows = list(csv.DictReader(io.StringIO(render(r, "csv"))))
+    assert len(rows) == 10 and sum(x["abs_pct"] == "" for x in rows) == 1
+    data = json.loads(render(r, "json"))
+    assert data["zero_b"] == 1 and data["zero_a"][0]["size_bytes"] == 1
+
+
+def test_every_shared_point_zero_in_a_is_one_line() -> None:
+    a = {Key("bcast", "binomial", 8, "core", 1): 0.0}
+    with pytest.raises(UserError, match="every point it shares with b is 0 us"):
+        against(a, {Key("bcast", "binomial", 8, "core", 1): 1.0}, "a", "b")
+
+
+def test_compare_against_keeps_zero_microsecond_rows_of_folders(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from collbench.cli import main
+    from tests.models.folders import _folder, row
+
+    def folder(name: str, times: dict[int, float]) -> Path:
+        rows = [row(collective="bcast", algorithm="binomial", algorithm_id=6, nprocs=4,
+                    ppn=4, size_bytes=s, avg_us=t) for s, t in times.items()]
+        return _folder(tmp_path / name, name, {"l0": rows})
+
+    real = folder("real", {1: 2.0, 2: 2.0, 4: 0.0})
+    sim = folder("sim", {1: 0.0, 2: 2.5, 4: 3.0})
+    assert main(["compare", str(real), "--against", str(sim)]) == 0
+    out = capsys.readouterr().out
+    assert "3 paired points (0 only in A, 0 only in B; 1 with A = 0 us" in out
+    assert "1 with B = 0 us: error 100 %" in out
+
+
+def test_errors_per_size_band_and_regret_wording() -> None:
+    # SIZES 1, 16, 256 are <= 1 KiB; 4096 is 1-64 KiB; 65536 is >= 64 KiB.
+    b = side({"binomial": [2.2, 3.3, 5.5, 60, 400], "pipeline": [6, 7, 9, 30, 300]})
+    r = against(A, b, "a", "b")
+    bands = {(x.collective, x.algorithm, x.band): x for x in r.bands}
+    small = bands[("bcast", "binomial", "<= 1 KiB")]
+    assert small.points == 3 and small.median_abs_pct == pytest.approx(10)
+    assert bands[("bcast", "binomial", "1-64 KiB")].median_abs_pct == pytest.approx(50)
+    assert bands[("bcast", "pipeline", ">= 64 KiB")].median_abs_pct == pytest.approx(50)
+    overall = bands[("", "", "<= 1 KiB")]
+    assert overall.points == 6 and overall.median_abs_pct == pytest.approx(5)
+    text = render(r, "table")
+    assert "per size band, median / p95 % (points): <= 1 KiB 5.00 / " in text
+    assert "Error per size band" in text and "the regret of choosing by B" in text
+    # 4096: B picks pipeline (A's best, 30 us); 65536: B picks pipeline (A's best too)
+    assert r.same_fraction == 1.0
+    assert {b["band"] for b in json.loads(render(r, "json"))["bands"]} == \
+        {"<= 1 KiB", "1-64 KiB", ">= 64 KiB"}

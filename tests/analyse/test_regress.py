@@ -60,6 +60,25 @@ def test_a_significant_slowdown_beyond_the_threshold_is_a_regression(tmp_path: P
     assert reg.ratio == pytest.approx(1.30) and reg.ratio_low is not None and reg.ratio_low > 1
 
 
+def test_each_folder_is_read_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """OLD was read twice (once for the statistic's figure, once for its points)."""
+    from collbench import points
+
+    old, new = folder(tmp_path / "old"), folder(tmp_path / "new", slow={1024: 1.3})
+    reads: list[Path] = []
+    connect = points.connect
+
+    def counted(store: Store) -> Any:
+        reads.append(store.root)
+        return connect(store)
+
+    monkeypatch.setattr(points, "connect", counted)
+    assert main(["regress", str(old), str(new)]) == 1
+    assert "1 regressions of 6 matched points" in capsys.readouterr().out
+    assert sorted(reads) == sorted([old, new])
+
+
 def test_exit_status_and_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     old = folder(tmp_path / "old")
     new = folder(tmp_path / "new", slow={1024: 1.5})

@@ -49,8 +49,8 @@ def test_table_names_each_statistic(store: Store) -> None:
     assert text.startswith("# median_avg_us: median over the ok repetitions (launches) of "
                            "avg_us; min_min_us: lowest over the ok repetitions of min_us")
     header = next(line for line in text.splitlines() if line.startswith("algorithm"))
-    assert header.split()[:6] == ["algorithm", "size", "median_avg_us", "min_min_us",
-                                  "max_max_us", "median_median_us"]
+    assert header.split()[:7] == ["algorithm", "component", "size", "median_avg_us",
+                                  "min_min_us", "max_max_us", "median_median_us"]
 
 
 def test_best_honours_filters_and_agrees_with_compare(store: Store) -> None:

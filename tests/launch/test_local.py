@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
 from collbench.launch.base import KernelCall
@@ -110,6 +111,48 @@ def test_mpich_hydra_command_forces_by_environment() -> None:
                         "core"]
     i = argv.index("-genv")
     assert argv[i + 1:i + 3] == ["MPIR_CVAR_BCAST_INTRA_ALGORITHM", "binomial"]
+
+
+@pytest.fixture
+def no_user_impi(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith(("I_MPI_PIN", "I_MPI_FABRICS")):
+            monkeypatch.delenv(key)
+
+
+def test_intel_hydra_pins_by_environment_and_runs_shm_ofi(no_user_impi: None) -> None:
+    la = launch(selection="launch", mca=(), env=(("I_MPI_ADJUST_BCAST", "3"),
+                                                 ("I_MPI_ADJUST_FAILURE_ON_COLL_FALLBACK", "1")))
+    local = make_backend("local", mpi("impi", "2021.18.1"))
+    argv = local.command(la, CALL)
+    assert argv[:3] == ["/opt/mpi/bin/mpirun", "-np", "4"]
+    assert "-map-by" not in argv and "-bind-to" not in argv  # Intel's Hydra has neither
+    genv = [tuple(argv[i + 1:i + 3]) for i, a in enumerate(argv) if a == "-genv"]
+    assert genv == [("I_MPI_FABRICS", "shm:ofi"), ("I_MPI_PIN_DOMAIN", "core"),
+                    ("I_MPI_ADJUST_BCAST", "3"), ("I_MPI_ADJUST_FAILURE_ON_COLL_FALLBACK", "1")]
+    assert "/k/collbench_kernel" in argv
+    # mapping "node" is one rank per host in turn; binding none is no pinning
+    spread = local.command(launch(mca=(), mapping="node", binding="none"), CALL)
+    assert spread[spread.index("-ppn") + 1] == "1"
+    assert spread[spread.index("I_MPI_PIN") + 1] == "0"
+
+
+def test_the_users_fabrics_and_pinning_are_left_alone(no_user_impi: None,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    local = make_backend("local", mpi("impi", "2021.18.1"))
+    mine = local.command(launch(mca=(), env=(("I_MPI_FABRICS", "shm"),)), CALL)
+    assert mine.count("I_MPI_FABRICS") == 1 and mine[mine.index("I_MPI_FABRICS") + 1] == "shm"
+    monkeypatch.setenv("I_MPI_PIN_PROCESSOR_LIST", "0,1")
+    argv = local.command(launch(mca=()), CALL)
+    assert not any(a.startswith("I_MPI_PIN") for a in argv)
+
+
+def test_intel_mpi_forcing_in_the_environment_is_refused_when_planning(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("I_MPI_ADJUST_ALLREDUCE", "2")
+    with pytest.raises(UserError, match=r"^I_MPI_ADJUST_ALLREDUCE='2' in the environment"):
+        make_backend("local", mpi("impi", "2021.18.1")).planning(Catalog("impi", "x", "t", {}))
+    make_backend("local", mpi()).planning(Catalog("openmpi", "5.0.11", "t", {}))  # not Intel
 
 
 def test_unknown_backend_names_the_choices() -> None:

@@ -181,7 +181,7 @@ def test_invalid_platform_fails_before_any_simulation(
     assert f"{bad}: levels.inter_socket.bandwidth_mbs: must be greater than 0" in err
     assert err.count("\n") == 1 and not out.exists()
     assert main(["run", str(spec(tmp_path)), "--platform", "orfeo", "-o", str(out)]) == 2
-    assert "valid: fat-tree-4096, jupiter, orfeo-thin" in capsys.readouterr().err
+    assert "valid: fat-tree-4096, jupiter, orfeo-epyc, orfeo-thin" in capsys.readouterr().err
     big = spec(tmp_path, "big.toml", nprocs="[16]")
     assert main(["run", str(big), "--platform", str(small_platform(tmp_path)), "-o",
                  str(out)]) == 2

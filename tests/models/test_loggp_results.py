@@ -7,7 +7,10 @@ The test marked `mpi` runs the Open MPI wheel's mpirun for real (2 ranks, about 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,3 +112,49 @@ def test_a_bad_results_folder_is_one_line_exit_2(
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "x.p2p.toml").exists()
+
+
+# `collbench model loggp ...` in a process of its own that sends itself SIGTERM from inside
+# the write of the kept campaign's campaign.json (the fsync of its temporary file): a stop
+# arriving in the middle of a write, made to happen every time.
+STOPPED_IN_A_WRITE = """\
+import os, signal, sys
+real = os.fsync
+def fsync(fd):
+    try:
+        name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        name = ""
+    if name.startswith(".campaign.json.") and not os.environ.get("STOP_SENT"):
+        os.environ["STOP_SENT"] = "1"
+        os.kill(os.getpid(), signal.SIGTERM)
+    return real(fd)
+os.fsync = fsync
+from collbench.cli import main
+status = main(sys.argv[1:])
+exec("None")  # see cli.py's __main__
+sys.exit(status)
+"""
+
+
+@pytest.mark.mpi
+def test_a_stop_inside_a_write_waits_for_the_write_and_keeps_the_folder(
+        cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The stop came in the middle of writing the kept campaign: it was raised there and
+    cut the write short, leaving a folder with no campaign.json that `collbench show` does
+    not read. It waits for the write now; the folder is whole and the resume completes."""
+    kept, out = tmp_path / "kept", tmp_path / "m.p2p.toml"
+    argv = ["model", "loggp", "--map-by", "core", "-o", str(out), "--sizes", "0:1K",
+            "--reps", "3", "--burst", "8", "--results", str(kept)]
+    done = subprocess.run([sys.executable, "-c", STOPPED_IN_A_WRITE, *argv], text=True,
+                          capture_output=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert lines[-1].startswith("collbench: error: model loggp: stopped; ") \
+        and f"kept in {kept}" in lines[-1], lines
+    assert (kept / "campaign.json").is_file() and not out.exists()
+    assert [n for n in os.listdir(kept) if ".tmp" in n] == []
+    code, _, err = run(capsys, "show", kept)
+    assert code == 0, err
+    code, _, err = run(capsys, *argv, "--resume")
+    assert code == 0 and out.is_file(), err

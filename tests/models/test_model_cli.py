@@ -194,6 +194,30 @@ def test_other_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         assert err.count("\n") == 1 and message in err, (argv, err)
 
 
+@pytest.mark.parametrize(("flags", "named"), [
+    (("--nprocs", str(10**12)), "--nprocs: '1000000000000' is not valid; valid: a process "
+                                "count from 2 to 1048576"),
+    (("--nprocs", f"4,{2**20 + 1}"), "--nprocs: '4,1048577' is not valid"),
+    (("--nprocs", "4", "--ppn", str(10**12)), "--ppn: 1000000000000 is out of range; valid: "
+                                              "1 to 1048576"),
+    (("--nprocs", "4", "--nodes", str(2**40)), "--nodes: 1099511627776 is out of range"),
+    (("--nprocs", "4", "--cores-per-socket", "1e9"), "--cores-per-socket: '1e9' is not a "
+                                                     "whole number"),
+])
+def test_predict_bounds_its_counts_as_the_spec_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
+        named: str) -> None:
+    """An unbounded process count was costed rank by rank, without end."""
+    p2p = tmp_path / "m.p2p.toml"
+    p2p.write_text(P2P_TEXT)
+    with pytest.raises(SystemExit) as done:
+        main(["model", "predict", str(p2p), "--collective", "bcast", *flags, "-o",
+              str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.count("\n") == 1 and named in err, err
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.slow
 def test_platform_calibrate_from_a_p2p_file(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:

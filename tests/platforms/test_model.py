@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -24,6 +25,9 @@ def test_builtins_load_with_the_issue_numbers() -> None:
     assert (levels.intra_socket.latency_us, levels.intra_socket.bandwidth_mbs) == (0.22, 6450)
     assert (levels.inter_socket.latency_us, levels.inter_socket.bandwidth_mbs) == (0.54, 5680)
     assert (levels.inter_node.latency_us, levels.inter_node.bandwidth_mbs) == (1.07, 12176)
+    epyc, _, _ = load_cluster("orfeo-epyc")  # the CCX (4 cores) is its "socket"
+    assert (epyc.nodes, epyc.sockets_per_node, epyc.cores_per_socket) == (2, 32, 4)
+    assert epyc.calibrated() and epyc.levels.inter_node is not None
     jupiter, _, _ = load_cluster("jupiter")
     assert (jupiter.nodes, jupiter.cores_per_node, jupiter.cores) == (32, 16, 512)
     assert jupiter.topology.kind == "fat-tree"
@@ -120,3 +124,17 @@ def test_platform_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     xml = tmp_path / "j.xml"
     assert main(["platform", "xml", str(target), "-o", str(xml)]) == 0
     assert xml.read_text().count("<host ") == 64
+
+
+def test_platform_cfg_replaces_what_collbench_derives_from_eager_threshold() -> None:
+    # SimGrid keeps the first of two props with one key: the platform's own value must be
+    # the only one, not a second prop after collbench's.
+    text = TEMPLATE.replace("eager_threshold = 0", "eager_threshold = 8192").replace(
+        "cfg = []", 'cfg = ["smpi/send-is-detached-thresh:4096", "smpi/or:0:1e-7:0"]')
+    xml = platform_xml(parse_cluster(text, "t.toml"))
+    props = re.findall(r'<prop id="(smpi/[^"]+)" value="([^"]*)"/>', xml)
+    assert props == [("smpi/async-small-thresh", "8192"),
+                     ("smpi/send-is-detached-thresh", "4096"), ("smpi/or", "0:1e-7:0")]
+    default = platform_xml(parse_cluster(TEMPLATE.replace("eager_threshold = 0",
+                                                          "eager_threshold = 8192"), "t"))
+    assert '<prop id="smpi/send-is-detached-thresh" value="65536"/>' in default

@@ -67,6 +67,25 @@ class AlgorithmError:
     median_ratio: float
 
 
+# Message-size bands the errors are also summarised over (inclusive bounds, bytes): where
+# small-message overheads, mid-size protocols and bandwidth each dominate.
+BANDS: Final = (("<= 1 KiB", 0, 1024), ("1-64 KiB", 1025, 65535), (">= 64 KiB", 65536, None))
+
+
+def band_of(size: int) -> str:
+    return next(name for name, lo, hi in BANDS if size >= lo and (hi is None or size <= hi))
+
+
+@dataclass(frozen=True)
+class BandError:
+    collective: str  # "" = every collective and algorithm
+    algorithm: str
+    band: str
+    points: int
+    median_abs_pct: float
+    p95_abs_pct: float
+
+
 @dataclass(frozen=True)
 class Against:
     a: str
@@ -82,12 +101,18 @@ class Against:
     only_a: int
     only_b: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Paired points where A is 0 µs: B's error is undefined (not in any error figure).
+    undefined: tuple[Paired, ...] = ()
+    bands: tuple[BandError, ...] = ()  # per (collective, algorithm, band), then overall
 
     def to_json(self) -> dict[str, Any]:
         return {
             "a": self.a, "b": self.b, "stat": self.stat, "only_a": self.only_a,
             "only_b": self.only_b, "overall": asdict(self.overall),
+            "zero_a": [_undefined_row(p) for p in self.undefined],
+            "zero_b": len(self.zero_b()),
             "algorithms": [asdict(x) for x in self.algorithms],
+            "bands": [asdict(x) for x in self.bands],
             "selection": {"configurations": len(self.selections),
                           "same_fraction": self.same_fraction,
                           "penalty_pct": asdict(self.penalty) if self.penalty else None,
@@ -98,16 +123,23 @@ class Against:
             "method": METHOD,
         }
 
+    def zero_b(self) -> list[PointError]:
+        """Points where B is 0 µs and A is not: an error of exactly 100 %."""
+        return [p for p in self.points if p.predicted_us == 0]
+
 
 METHOD: Final = {
     "reference": "A; B is judged against it",
     "value": "median over ok repetitions of the statistic (avg_us: OSU's average over ranks)",
     "ratio": "B / A per point",
-    "abs_pct": "|B - A| / A * 100 per point",
+    "abs_pct": "|B - A| / A * 100 per point (100 where B is 0 us; undefined where A is 0 "
+               "us: such points are listed in zero_a and left out of every error figure)",
     "per_algorithm": "median and 95th percentile of abs_pct over the algorithm's points",
+    "bands": "the same per size band: <= 1 KiB, 1025 B - 64 KiB - 1, >= 64 KiB (per "
+             "algorithm, and over every point: collective and algorithm empty)",
     "selection": "per collective, nprocs, mapping and size with >= 2 forced algorithms on "
                  "both sides: the best of A, the best of B, same or not",
-    "penalty": "A's latency of B's best / A's best - 1, in %",
+    "penalty": "A's latency of B's best / A's best - 1, in % (the regret of choosing by B)",
     "crossover": "first size where A's best algorithm changes; where B's same change is "
                  "(nearest in log size), and the factor between the two",
 }
@@ -134,7 +166,7 @@ def _values(rows: Sequence[CollectiveRow], where: str) -> dict[Key, float]:
 def read_points(store: Store, stat: str = "avg", collective: str | None = None,
                 nprocs: int | None = None) -> dict[Key, float]:
     """Per point (collective, label, nprocs, mapping, size): the median of `stat`."""
-    rows = [r for r in collective_rows(store, stat, collective, pingpong=True)
+    rows = [r for r in collective_rows(store, stat, collective, pingpong=True, zero=True)
             if nprocs is None or r.nprocs == nprocs]
     return _values(rows, str(store.root))
 
@@ -150,7 +182,7 @@ def predicted_points(store: Store, model: P2PModel, stat: str = "avg",
     UserError: leaving the point out would hide the model's worst error from the measures
     of how wrong it is."""
     shape = machine_shape(store)
-    rows = [r for r in collective_rows(store, stat, collective, pingpong=True)
+    rows = [r for r in collective_rows(store, stat, collective, pingpong=True, zero=True)
             if nprocs is None or r.nprocs == nprocs]
     out: dict[Key, float] = {}
     skipped: set[str] = set()
@@ -198,7 +230,22 @@ def against(a: dict[Key, float], b: dict[Key, float], a_name: str, b_name: str,
                         "algorithm, nprocs, mapping, size); valid: two sources of the same "
                         "configurations" + _hint(a, b))
     paired = [Paired(k, a[k], b[k]) for k in common if a[k] > 0 and b[k] > 0]
-    errors = accuracy.point_errors(paired)
+    # A 0 µs value is a value: where only B is 0 its error is 100 %; where A is 0 the
+    # error is undefined. Both are counted and named, never taken for "only in A".
+    zero_b = [PointError(k, a[k], b[k], 0.0, 100.0) for k in common if a[k] > 0 and b[k] <= 0]
+    undefined = tuple(Paired(k, a[k], b[k]) for k in common if a[k] <= 0)
+    errors = sorted([*accuracy.point_errors(paired), *zero_b], key=lambda e: e.key)
+    if not errors:
+        raise UserError(f"{a_name}: every point it shares with {b_name} is 0 us, so no error "
+                        "can be computed; valid: a reference with times > 0 us")
+    notes = list(notes)
+    zero_configs = {_config(e.key) for e in zero_b} | {_config(p.key) for p in undefined}
+    if zero_configs:
+        left = {_config(p.key) for p in paired if p.key.algorithm != DEFAULT} & zero_configs
+        if left:
+            notes.append(f"{len(left)} configurations with a 0 us value left out of the "
+                         "best-algorithm measures (a 0 us time has no meaningful ranking)")
+        paired = [p for p in paired if _config(p.key) not in zero_configs]
     groups: dict[tuple[str, str], list[PointError]] = {}
     for e in errors:
         groups.setdefault((e.key.collective, e.key.algorithm), []).append(e)
@@ -215,7 +262,24 @@ def against(a: dict[Key, float], b: dict[Key, float], a_name: str, b_name: str,
     return Against(a_name, b_name, stat, tuple(errors),
                    accuracy.summarize([e.abs_pct for e in errors]), algs, tuple(sel), same,
                    penalty, tuple(shifts), len(set(a) - set(b)), len(set(b) - set(a)),
-                   tuple(notes))
+                   tuple(notes), undefined, _bands(errors))
+
+
+def _bands(errors: Sequence[PointError]) -> tuple[BandError, ...]:
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for e in errors:
+        band = band_of(e.key.size_bytes)
+        groups.setdefault((e.key.collective, e.key.algorithm, band), []).append(e.abs_pct)
+        groups.setdefault(("", "", band), []).append(e.abs_pct)
+    order = {name: i for i, (name, _, _) in enumerate(BANDS)}
+    keys = sorted(groups, key=lambda k: (k[0] == "", k[0], k[1], order[k[2]]))
+    return tuple(BandError(c, alg, band, s.points, s.median_abs_pct, s.p95_abs_pct)
+                 for c, alg, band in keys
+                 for s in [accuracy.summarize(groups[(c, alg, band)])])
+
+
+def _config(k: Key) -> tuple[str, int, str, int]:
+    return (k.collective, k.nprocs, k.mapping, k.size_bytes)
 
 
 def _hint(a: dict[Key, float], b: dict[Key, float]) -> str:
@@ -230,6 +294,13 @@ def _hint(a: dict[Key, float], b: dict[Key, float]) -> str:
 
 # --- rendering ------------------------------------------------------------------------------
 
+def _undefined_row(p: Paired) -> dict[str, Any]:
+    """A point where A is 0 µs: its values, no ratio or error (undefined)."""
+    return {"collective": p.key.collective, "algorithm": p.key.algorithm,
+            "nprocs": p.key.nprocs, "mapping": p.key.mapping, "size_bytes": p.key.size_bytes,
+            "a_us": p.measured_us, "b_us": p.predicted_us, "ratio": None, "abs_pct": None}
+
+
 def _point_row(p: PointError) -> dict[str, Any]:
     return {"collective": p.key.collective, "algorithm": p.key.algorithm,
             "nprocs": p.key.nprocs, "mapping": p.key.mapping, "size_bytes": p.key.size_bytes,
@@ -241,7 +312,8 @@ def render(r: Against, fmt: str, worst: int = 10) -> str:
     if fmt == "json":
         return json.dumps(r.to_json(), indent=1) + "\n"
     if fmt == "csv":
-        return csv_table([_point_row(p) for p in r.points], POINT_COLUMNS) + "\n"
+        return csv_table([*map(_point_row, r.points), *map(_undefined_row, r.undefined)],
+                         POINT_COLUMNS) + "\n"
     md = fmt == "markdown"
     from collbench.analyse.render import text_or_markdown_table as tbl
 
@@ -254,6 +326,11 @@ def render(r: Against, fmt: str, worst: int = 10) -> str:
                     for x in r.algorithms],
                    ("collective", "algorithm", "points", "median %", "p95 %", "median B/A"),
                    md))
+    if r.bands:
+        out += ["", ("## " if md else "") + "Error per size band (absolute %, median / p95, "
+                "points)", ""]
+        out.append(tbl(_band_rows(r.bands), ("collective", "algorithm",
+                                             *(name for name, _, _ in BANDS)), md))
     if r.selections:
         out += ["", ("## " if md else "") + "Best algorithm per configuration", ""]
         out.append(tbl(_selection_rows(r.selections),
@@ -281,19 +358,53 @@ def render(r: Against, fmt: str, worst: int = 10) -> str:
                              ratio=f"{p.ratio:.3f}", abs_pct=_f(p.abs_pct)) for p in rows],
                        ("collective", "algorithm", "nprocs", "mapping", "size", "a_us", "b_us",
                         "ratio", "abs_pct"), md))
+    zeros = [*map(_undefined_row, r.undefined), *map(_point_row, r.zero_b())]
+    if zeros:
+        out += ["", ("## " if md else "") + f"Points with a 0 us value ({len(zeros)}; all "
+                "with --format csv)", ""]
+        out.append(tbl([dict(z, size=format_size(z["size_bytes"]), a_us=f"{z['a_us']:.4g}",
+                             b_us=f"{z['b_us']:.4g}",
+                             error="undefined (A = 0)" if z["abs_pct"] is None else "100 %")
+                        for z in zeros[:worst or len(zeros)]],
+                       ("collective", "algorithm", "nprocs", "mapping", "size", "a_us", "b_us",
+                        "error"), md))
     if r.notes:
         out += [""] + [f"note: {n}" for n in r.notes]
     return "\n".join(out).rstrip() + "\n"
 
 
+def _band_rows(bands: Sequence[BandError]) -> list[dict[str, Any]]:
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for b in bands:
+        row = rows.setdefault((b.collective, b.algorithm), {
+            "collective": b.collective or "all", "algorithm": b.algorithm or "all",
+            **{name: "-" for name, _, _ in BANDS}})
+        row[b.band] = _band_cell(b)
+    return list(rows.values())
+
+
+def _band_cell(b: BandError) -> str:
+    return f"{_f(b.median_abs_pct)} / {_f(b.p95_abs_pct)} ({b.points})"
+
+
 def summary_lines(r: Against) -> list[str]:
-    lines = [f"{len(r.points)} paired points ({r.only_a} only in A, {r.only_b} only in B)",
+    zero_b = len(r.zero_b())
+    zeros = ([f"{len(r.undefined)} with A = 0 us: error undefined, left out of the error "
+              "figures"] if r.undefined else []) + \
+        ([f"{zero_b} with B = 0 us: error 100 %"] if zero_b else [])
+    lines = [f"{len(r.points) + len(r.undefined)} paired points ({r.only_a} only in A, "
+             f"{r.only_b} only in B" + "".join(f"; {z}" for z in zeros) + ")",
              f"absolute error of B: median {_f(r.overall.median_abs_pct)} %, "
              f"p95 {_f(r.overall.p95_abs_pct)} %"]
+    overall = [b for b in r.bands if not b.collective]
+    if overall:
+        lines.append("per size band, median / p95 % (points): " + "; ".join(
+            f"{b.band} {_band_cell(b)}" for b in overall))
     if r.penalty is not None and r.same_fraction is not None:
         lines.append(f"same best algorithm at {r.same_fraction * 100:.1f} % of "
-                     f"{len(r.selections)} configurations; selection penalty (A's latency "
-                     f"of B's choice / A's best - 1): median {_f(r.penalty.median_abs_pct)} "
+                     f"{len(r.selections)} configurations; selection penalty (the regret of "
+                     "choosing by B: A's latency of B's choice / A's best - 1): median "
+                     f"{_f(r.penalty.median_abs_pct)} "
                      f"%, p95 {_f(r.penalty.p95_abs_pct)} %, max "
                      f"{_f(max((s.penalty - 1) * 100 for s in r.selections))} %")
     else:

@@ -19,6 +19,7 @@ from collbench import points as door
 from collbench.analyse import columns, dimensions, stability
 from collbench.analyse.rows import fetch
 from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median, median_ci, shift_ci
+from collbench.catalog import components
 from collbench.errors import UserError, did_you_mean
 from collbench.store import Store
 
@@ -52,10 +53,11 @@ class PointStat:
     min_us: float | None  # min of min_us (for bands)
     max_us: float | None  # max of max_us
     ci_coverage: float | None = None  # attained coverage of [ci_low, ci_high]
+    component: str | None = None  # the coll component that served it (rows format 3)
 
     @property
     def label(self) -> str:
-        return algorithm_label(self.algorithm, self.segsize, self.fanout)
+        return algorithm_label(self.algorithm, self.segsize, self.fanout, self.component)
 
     @property
     def context(self) -> Context:
@@ -172,10 +174,13 @@ METHOD: Final = {
 }
 
 
-def algorithm_label(algorithm: str, segsize: int, fanout: int) -> str:
-    """'pipeline[seg=8192]', 'chain[seg=8192,fanout=4]', 'binomial'."""
+def algorithm_label(algorithm: str, segsize: int, fanout: int,
+                    component: str | None = None) -> str:
+    """'pipeline[seg=8192]', 'chain[seg=8192,fanout=4]', 'binomial', and the component
+    where it is not the algorithm's own: 'default@han' (catalog.components.label_suffix)."""
     extras = ([f"seg={segsize}"] if segsize else []) + ([f"fanout={fanout}"] if fanout else [])
-    return algorithm + (f"[{','.join(extras)}]" if extras else "")
+    return (algorithm + (f"[{','.join(extras)}]" if extras else "")
+            + components.label_suffix(component))
 
 
 def block_title(collective: str, nprocs: int, nodes: int | None, ppn: int | None,
@@ -236,7 +241,7 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
 
 def _row_label(row: dict[str, Any]) -> str:
     return algorithm_label(str(row["algorithm"]), int(row["segsize"] or 0),
-                           int(row["fanout"] or 0))
+                           int(row["fanout"] or 0), row.get("component"))
 
 
 def _cores(store: Store) -> int | None:
@@ -264,7 +269,8 @@ def _point(group: door.Point, confidence: float) -> PointStat | None:
                      ci_low=ci.low if ci else None, ci_high=ci.high if ci else None,
                      values=values, min_us=min(mins) if mins else None,
                      max_us=max(maxs) if maxs else None,
-                     ci_coverage=ci.coverage if ci else None)
+                     ci_coverage=ci.coverage if ci else None,
+                     component=str(ident["component"]))
 
 
 def _order(p: PointStat) -> tuple[Any, ...]:
@@ -392,6 +398,6 @@ def _observed(group: door.Point, column: str) -> stability.Observed:
                         ident["mapping"], ident["binding"], ident["context"])
     return stability.Observed(
         block=title, label=algorithm_label(ident["algorithm"], ident["segsize"],
-                                           ident["fanout"]),
+                                           ident["fanout"], ident["component"]),
         size_bytes=ident["size_bytes"], nprocs=ident["nprocs"], nodes=ident["nodes"],
         ppn=ident["ppn"], values=tuple(float(r[column]) for r in ok), rows=group.rows)

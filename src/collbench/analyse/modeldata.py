@@ -199,23 +199,28 @@ class CollectiveRow:
         return " ".join(parts) or "default placement"
 
 
-# What the model readers keep of a point's identity: one MPI and one setting per point
-# (a folder that sweeps an MCA parameter or holds two MPIs is refused, not merged).
-MODEL_KEEP: Final = tuple(f for f in points.IDENTITY if f not in ("mpi", "context"))
+# What the model readers keep of a point's identity: one MPI, one setting and one coll
+# component per point (a folder that sweeps an MCA parameter, holds two MPIs or measured
+# [measure] components is refused, not merged; folders of format 1-2, ingested files and
+# simulations name the component differently, so `compare --against` matches across them).
+MODEL_KEEP: Final = tuple(f for f in points.IDENTITY if f not in ("mpi", "context",
+                                                                   "component"))
 
 
 def collective_rows(store: Store, stat: str = "avg", collective: str | None = None,
-                    pingpong: bool = False, reader: str = "the models") -> list[CollectiveRow]:
-    """Every point of the folder (collectives; ping-pongs only with pingpong=True)."""
+                    pingpong: bool = False, reader: str = "the models",
+                    zero: bool = False) -> list[CollectiveRow]:
+    """Every point of the folder (collectives; ping-pongs only with pingpong=True). Values
+    of 0 µs are left out unless `zero` (fits take logs; a comparison must see them)."""
     if stat not in points.COLUMN_STATS:
         raise choice_error("models", "--stat", stat, points.COLUMN_STATS)
     col = points.COLUMN_STATS[stat]
     rows = [r for r in points.read(store, collective=collective, ok=True)
-            if r[col] is not None and r[col] > 0
+            if r[col] is not None and (r[col] >= 0 if zero else r[col] > 0)
             and (pingpong or r["collective"] not in PINGPONG)]
     points.narrow(rows, MODEL_KEEP, str(store.root), reader)
     out = []
-    for p in points.pool(rows, col, MODEL_KEEP, positive=True):
+    for p in points.pool(rows, col, MODEL_KEEP, positive=not zero):
         f = dict(zip(MODEL_KEEP, p.key, strict=True))
         out.append(CollectiveRow(str(f["collective"]), str(f["algorithm"]), f["segsize"],
                                  f["fanout"], f["nprocs"], f["nodes"], f["ppn"], f["mapping"],

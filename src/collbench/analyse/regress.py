@@ -30,7 +30,8 @@ from collbench.analyse.stats import log_ratio_ci, mann_whitney, median
 from collbench.errors import UserError
 from collbench.store import Store
 
-MATCH: Final = tuple(f for f in points.IDENTITY if f not in ("mpi", "context"))
+# Without the component too: a baseline of format 1-2 (component unknown) still matches.
+MATCH: Final = tuple(f for f in points.IDENTITY if f not in ("mpi", "context", "component"))
 VERDICTS: Final = ("regression", "regression (untested)", "slower, not significant",
                    "same", "faster")
 
@@ -72,9 +73,8 @@ class Regressions:
                 "changes": [asdict(c) for c in self.changes]}
 
 
-def _points(store: Store, figure: str, collective: str | None) -> dict[tuple[Any, ...],
-                                                                        tuple[float, ...]]:
-    rows = points.read(store, collective=collective)
+def _points(store: Store, rows: list[dict[str, Any]], figure: str
+            ) -> dict[tuple[Any, ...], tuple[float, ...]]:
     points.narrow([r for r in rows if r["status"] == "ok"], MATCH, str(store.root),
                   "collbench regress")
     return {p.key: p.values for p in points.pool(rows, figure, MATCH, positive=True)
@@ -89,9 +89,10 @@ def regress(old: Store, new: Store, stat: str = "avg", threshold: float = 0.05,
     if not 0 < confidence < 1:
         raise UserError(f"collbench regress: --confidence {confidence:g} is not valid; "
                         "valid: a number between 0 and 1, such as 0.95")
-    figure = points.figure_of(stat, points.read(old, collective=collective),
-                              "collbench regress")
-    a, b = _points(old, figure, collective), _points(new, figure, collective)
+    old_rows = points.read(old, collective=collective)  # each folder read once
+    new_rows = points.read(new, collective=collective)
+    figure = points.figure_of(stat, old_rows, "collbench regress")
+    a, b = _points(old, old_rows, figure), _points(new, new_rows, figure)
     common = [k for k in a if k in b]
     if not common:
         raise UserError(f"collbench regress: {old.root} and {new.root} have no ok point of "

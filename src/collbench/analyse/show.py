@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from collbench import points
 from collbench.analyse import columns
-from collbench.analyse.compare import block_title, compare
+from collbench.analyse.compare import algorithm_label, block_title, compare
 from collbench.analyse.dimensions import mpi_label
 from collbench.analyse.nonblocking import SHOW_FIGURES
 from collbench.analyse.render import effect_of
@@ -23,8 +23,8 @@ from collbench.store import Store
 from collbench.tables import render
 
 # The point identity (collbench.points.IDENTITY) and the MPI's version, for the columns.
-GROUP: Final = ("collective", "nprocs", "nodes", "ppn", "mapping", "binding", "context", "mpi",
-                "mpi_version", "algorithm", "segsize", "fanout", "size_bytes")
+GROUP: Final = ("collective", "component", "nprocs", "nodes", "ppn", "mapping", "binding",
+                "context", "mpi", "mpi_version", "algorithm", "segsize", "fanout", "size_bytes")
 # (statistic, figure) of each pooled column of the table, in order.
 POOLED: Final = (("median", "avg_us"), ("min", "min_us"), ("max", "max_us"),
                  ("median", "median_us"), ("median", "bandwidth_mbs"))
@@ -67,7 +67,7 @@ def aggregate(store: Store, collective: str | None = None, algorithm: str | None
         FROM {points.VIEW}{where}
         GROUP BY {group}, test_calls, compute
         ORDER BY collective, nprocs, nodes, ppn, mapping, binding, context, mpi, mpi_version,
-                 algorithm, segsize, fanout, TRY_CAST(test_calls AS BIGINT) NULLS FIRST,
+                 algorithm, component, segsize, fanout, TRY_CAST(test_calls AS BIGINT) NULLS FIRST,
                  compute NULLS FIRST, size_bytes
     """
     con = points.connect(store)
@@ -80,9 +80,8 @@ def aggregate(store: Store, collective: str | None = None, algorithm: str | None
 
 
 def _label(r: dict[str, Any]) -> str:
-    extras = ([f"seg={r['segsize']}"] if r["segsize"] else []) + (
-        [f"fanout={r['fanout']}"] if r["fanout"] else [])
-    return str(r["algorithm"]) + (f"[{','.join(extras)}]" if extras else "")
+    return algorithm_label(str(r["algorithm"]), int(r["segsize"] or 0), int(r["fanout"] or 0),
+                           r["component"])
 
 
 def show(store: Store, fmt: str = "table", collective: str | None = None,
@@ -107,7 +106,8 @@ def show(store: Store, fmt: str = "table", collective: str | None = None,
         settings = [c for c in extra if c in NB_SETTINGS]
         figures = [c for c in extra if c not in NB_SETTINGS]
         blocks.append(f"# {key}\n" + render(
-            block, ["algorithm", *settings, "size", *cols, *figures, *TAIL], "table"))
+            block, ["algorithm", "component", *settings, "size", *cols, *figures, *TAIL],
+            "table"))
     legend = "; ".join(f"{_name(s, f)}: {columns.STATISTICS[s]} of {f}"
                        for s, f in POOLED[:4])
     return f"# {legend} (docs/statistics.md)\n\n" + "\n\n".join(blocks)

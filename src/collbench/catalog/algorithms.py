@@ -31,6 +31,13 @@ class Catalog:
         """Every operation the kernel can measure (also those with no algorithm choice)."""
         return tuple(COLLECTIVES)
 
+    def components_why_not(self) -> str | None:
+        """Why `[measure] components` cannot ask this MPI for a coll component (None: it
+        can: Open MPI's component selection, docs/components.md)."""
+        if self.implementation == "openmpi":
+            return None
+        return f"coll components are Open MPI's and this campaign runs {self.implementation}"
+
     def applicable(self, algorithm: Algorithm, nprocs: int) -> bool:
         """False where the algorithm refuses this process count (Open MPI's two_proc)."""
         return not (algorithm.name == "two_proc" and nprocs != 2)

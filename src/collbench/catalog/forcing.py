@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from collbench.catalog import impi
+
 # coll/tuned's forcing keys, and libnbc's coll_libnbc_i<coll>_algorithm (its k-nomial radix,
 # coll_libnbc_ibcast_knomial_radix, is a tunable like any other: it stays a parameter).
 _MCA: Final = re.compile(r"coll_tuned_(use_dynamic_rules|\w+_algorithm(_\w+)?)"
@@ -30,4 +32,6 @@ def is_forcing_mca(name: str) -> bool:
 
 
 def is_forcing_env(name: str) -> bool:
-    return _ENV.fullmatch(name) is not None
+    # Intel MPI: I_MPI_ADJUST_<COLL> and its fallback switch (its _RADIX / _SEGSIZE knobs
+    # of one preset stay parameters, as libnbc's radix does)
+    return _ENV.fullmatch(name) is not None or impi.is_forcing_env(name)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collbench.catalog import mpich, openmpi
+from collbench.catalog import impi, mpich, openmpi
 from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import MpiInstall
 
@@ -16,4 +16,6 @@ def load_catalog(mpi: MpiInstall) -> Catalog:
         return Catalog("openmpi", mpi.version, f"{source}; {nbc_source}", {**algs, **nbc})
     if mpi.implementation == "mpich":
         return Catalog("mpich", mpi.version, "built-in table for MPICH 4.x/5.0", mpich.table())
+    if mpi.implementation == "impi" and mpi.info_tool is not None:
+        return impi.catalog(mpi.info_tool, mpi.version)  # its impi_info's preset ranges
     return Catalog(mpi.implementation, mpi.version, "none", {})

@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from collbench.catalog import impi
 from collbench.catalog.ompi_info import listing as ompi_info_listing
 from collbench.errors import UserError
 
-Implementation = Literal["openmpi", "mpich", "unknown"]
+Implementation = Literal["openmpi", "mpich", "impi", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -24,12 +25,16 @@ class MpiInstall:
     bindir: Path
     mpicc: Path
     mpirun: Path
-    info_tool: Path | None  # ompi_info or mpichversion
+    info_tool: Path | None  # ompi_info, mpichversion or impi_info
     origin: str  # "embedded", "prefix", "path"
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        return {k: str(v) if isinstance(v, Path) else v for k, v in d.items()}
+        out = {k: str(v) if isinstance(v, Path) else v for k, v in d.items()}
+        if self.implementation == "impi":  # what it needs to run (provenance, `collbench mpi`)
+            out["environment"] = impi.recorded_environment(self.bindir)
+            out["launch_environment"] = dict(impi.STARTUP_ENV)
+        return out
 
 
 def _run(cmd: list[str]) -> str:
@@ -48,6 +53,10 @@ def _identify(bindir: Path, origin: str) -> MpiInstall:
     if missing:
         raise UserError(f"{bindir}: no {' or '.join(missing)} there; point --mpi at an MPI prefix")
     ompi_info, mpichversion = bindir / "ompi_info", bindir / "mpichversion"
+    impi_info = bindir / "impi_info"
+    if impi_info.exists():  # Intel MPI is MPICH-based: asked before mpichversion
+        return MpiInstall("impi", impi.version(bindir) or "?", bindir, mpicc, mpirun,
+                          impi_info, origin)
     if ompi_info.exists():
         # the full listing, not --version: the catalog and provenance read it next
         version = ompi_info_listing(ompi_info).version()
@@ -85,7 +94,10 @@ def find_mpi(prefix: Path | None = None, use_path: bool = False) -> MpiInstall:
 
 
 def launcher_env(mpi: MpiInstall) -> dict[str, str]:
-    """Environment for running this MPI's tools: its bin dir first on PATH."""
+    """Environment for running this MPI's tools: its bin dir first on PATH (and Intel
+    MPI's I_MPI_ROOT and library path)."""
     env = dict(os.environ)
     env["PATH"] = f"{mpi.bindir}{os.pathsep}{env.get('PATH', '')}"
+    if mpi.implementation == "impi":
+        env.update(impi.environment(mpi.bindir))
     return env

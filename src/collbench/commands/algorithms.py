@@ -1,14 +1,16 @@
 """`collbench algorithms [COLLECTIVE]`: the algorithms of each collective for that MPI
 (with --backend simgrid: what a simulation runs for each, a port of Open MPI's or SMPI's
-own, and SMPI's nearest algorithm)."""
+own, and SMPI's nearest algorithm; with --components: Open MPI's coll components, their
+priorities and their knobs for the collective)."""
 
 from __future__ import annotations
 
 import argparse
 
-from collbench.catalog import mpich
+from collbench.catalog import components, mpich
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.catalog.load import load_catalog
+from collbench.catalog.ompi_info import listing
 from collbench.catalog.simgrid import mapping_rows, simgrid_catalog
 from collbench.commands import options
 from collbench.errors import UserError, choice_error
@@ -17,7 +19,8 @@ from collbench.tables import render
 
 def add_parser(sub: options.Subparsers) -> None:
     s = sub.add_parser("algorithms", help="algorithms of each collective for that MPI")
-    s.add_argument("collective", nargs="?")
+    s.add_argument("collective", nargs="?",
+                   help="only this collective (default: every one)")
     options.add_format(s)
     s.add_argument("--backend", choices=("simgrid",),
                    help="simgrid: what a simulation runs for each algorithm (a port of Open "
@@ -25,6 +28,10 @@ def add_parser(sub: options.Subparsers) -> None:
     s.add_argument("--ompi-version", metavar="SERIES",
                    help="with --backend simgrid: the Open MPI series simulated (as "
                         "run.simgrid.ompi_version; default 5.0)")
+    s.add_argument("--components", action="store_true",
+                   help="Open MPI's coll components with their priorities (who serves a "
+                        "communicator) and, for COLLECTIVE, their knobs (coll_han_bcast_"
+                        "low_module, ...): docs/components.md")
     options.add_mpi(s)
     options.add_table_output(s)
     s.set_defaults(func=cmd_algorithms)
@@ -39,6 +46,8 @@ def _collectives(name: str | None) -> list[str]:
 
 
 def cmd_algorithms(args: argparse.Namespace) -> int:
+    if args.components:
+        return _components(args)
     catalog = load_catalog(options.mpi(args))
     colls = _collectives(args.collective)
     if args.ompi_version and not args.backend:
@@ -71,6 +80,27 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
     head = f"# {catalog.implementation} {catalog.version} — from {catalog.source}"
     table = render(rows, ["collective", "id", "algorithm", "switch", "layout"], args.format)
     # JSON and CSV stay machine-readable: the header line goes only with the text table
+    options.emit(args, f"{head}\n{table}" if args.format == "table" else table)
+    return 0
+
+
+def _components(args: argparse.Namespace) -> int:
+    if args.backend:
+        raise UserError("--components: not with --backend simgrid (SimGrid runs collbench's "
+                        "ports of coll/tuned's algorithms); valid: --components alone")
+    mpi = options.mpi(args)
+    if mpi.implementation != "openmpi" or mpi.info_tool is None:
+        raise UserError(f"--components: coll components are Open MPI's; this MPI is "
+                        f"{mpi.implementation}; valid: an Open MPI (--mpi PREFIX)")
+    name = _collectives(args.collective)[0] if args.collective else None
+    run = listing(mpi.info_tool)
+    rows = components.knobs(run.text, name)
+    if not rows:
+        raise UserError(f"--components: {mpi.info_tool} listed no coll component "
+                        f"({run.error or 'no mca:coll lines'}); valid: a working ompi_info")
+    head = (f"# {mpi.implementation} {mpi.version}: coll components (the highest priority "
+            "serves; docs/components.md)")
+    table = render(rows, ["component", "knob", "value", "help"], args.format)
     options.emit(args, f"{head}\n{table}" if args.format == "table" else table)
     return 0
 

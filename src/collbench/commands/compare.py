@@ -30,8 +30,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "column within otherwise identical contexts: mpi=openmpi-5.0.11, "
                         "mapping=socket, an MCA setting btl=self,vader (or mca.btl=...), "
                         "env.NAME=VALUE; docs/statistics.md")
-    s.add_argument("--collective")
-    s.add_argument("--nprocs", type=options.count(1, options.MAX_NPROCS))
+    s.add_argument("--collective", help="only this collective")
+    s.add_argument("--nprocs", type=options.count(1, options.MAX_NPROCS),
+                   help="only this process count")
     s.add_argument("--stat", default="avg", metavar="NAME",
                    help="figure compared, pooled as its median over repetitions: "
                         f"{', '.join(COMPARE_STATS)} or any <NAME>_us figure the rows' "
@@ -42,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "points); docs/statistics.md (default: %(default)s)")
     s.add_argument("--confidence", type=options.fraction, default=0.95,
                    help="confidence level of intervals and tests (default: %(default)s)")
-    s.add_argument("--format", choices=FORMATS, default="table")
+    s.add_argument("--format", choices=FORMATS, default="table",
+                   help="output format (default: %(default)s)")
     s.add_argument("--all", dest="all_warnings", action="store_true",
                    help="every stability warning (default: the worst few and how many more)")
     s.add_argument("--summary", action="store_true",

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction[Any], root: argparse.ArgumentPars
         "collbench); zsh: save `collbench completion zsh` as _collbench in a folder on "
         "$fpath; fish: `collbench completion fish > ~/.config/fish/completions/"
         "collbench.fish`.")
-    c.add_argument("shell", choices=SHELLS)
+    c.add_argument("shell", choices=SHELLS, help="the shell the script is for")
     options.add_output(c, "write the script to this file instead of standard output")
     c.set_defaults(func=lambda args: cmd_completion(root, args))
 

@@ -22,6 +22,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,7 @@ from typing import Any, Final
 
 from collbench.commands import options, results_folder
 from collbench.errors import UserError, choice_error
+from collbench.storefiles import writing
 
 MAPPINGS: Final = ("core", "socket", "node")
 MAX_SIZE: Final = 1 << 26
@@ -246,20 +248,35 @@ def _loggp(args: argparse.Namespace, wrote: list[Path], stop: _Stop) -> int:
 STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+RETRY_S: Final = 0.05  # a stop found inside a write or an import comes again this late
+
+
 @dataclass
 class _Stop:
     """A stop asked for (SIGTERM, SIGHUP, Ctrl-C): what this process started in its own
-    session ends at once; the command stops at the next check(), or at once inside
-    at_once(), with KeyboardInterrupt (the temporary folder and partial files go)."""
+    session ends at once; the command stops at the next check(), or inside at_once() at the
+    next safe point, with KeyboardInterrupt (the temporary folder and partial files go).
+    Not a safe point: inside a file's write (a rename, its temporary's removal, cut short)
+    or a module's import (an exception in a C extension's set-up aborts the process); the
+    signal is delivered again a moment later, by when the runner may have taken over (it
+    discards the launch under way and keeps the finished ones)."""
 
     signals: list[int] = field(default_factory=list)
     live: bool = False
+    stopping: bool = False  # KeyboardInterrupt raised: the command is on its way out
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         self.signals.append(signum)
         end_children()
-        if self.live:
-            raise KeyboardInterrupt
+        if not self.live or self.stopping:
+            return
+        if writing(frame) or _importing(frame):
+            again = threading.Timer(RETRY_S, os.kill, (os.getpid(), signum))
+            again.daemon = True
+            again.start()
+            return
+        self.stopping = True
+        raise KeyboardInterrupt
 
     def check(self) -> None:
         if self.signals:
@@ -276,6 +293,14 @@ class _Stop:
             yield
         finally:
             self.live = False
+
+
+def _importing(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextmanager

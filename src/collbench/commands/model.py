@@ -89,7 +89,7 @@ def add_parser(sub: options.Subparsers) -> None:
                                     "squares on relative error), with 95 %% intervals and "
                                     "cross-validated error (leave one size / one process "
                                     "count out).")
-    s.add_argument("results", type=Path)
+    s.add_argument("results", type=Path, help="results folder (collbench run/ingest)")
     s.add_argument("--p2p", type=Path, help=".p2p.toml giving each hop's cost (default: fitted "
                                             "from the folder's ping-pongs if any, else unit "
                                             "costs: only the structure counts)")
@@ -97,7 +97,9 @@ def add_parser(sub: options.Subparsers) -> None:
                                                      "per_level or scaled (default: "
                                                      "%(default)s)")
     s.add_argument("--collective", help="only this collective")
-    s.add_argument("--stat", choices=tuple(COLUMN_STATS), default="avg")
+    s.add_argument("--stat", choices=tuple(COLUMN_STATS), default="avg",
+                   help="figure fitted, pooled as its median over repetitions (default: "
+                        "%(default)s)")
     _add_shape(s)
     add_network(s)
     options.add_format(s, FORMATS)
@@ -107,14 +109,16 @@ def add_parser(sub: options.Subparsers) -> None:
                         description="Per algorithm × placement × size (or × process count): "
                                     "the forms asked for, fitted with statsmodels; adjusted "
                                     "R², AIC(c), leave-one-out error; the best form named.")
-    s.add_argument("results", type=Path)
+    s.add_argument("results", type=Path, help="results folder (collbench run/ingest)")
     s.add_argument("--x", choices=("nprocs", "size"), default="nprocs",
                    help="regress in the process count or the message size")
     s.add_argument("--forms", default="linear,quadratic,log,nlogn",
                    help=f"comma list of {', '.join(fitted.FORMS)} (default: %(default)s)")
     s.add_argument("--collective", help="only this collective")
     s.add_argument("--algorithm", help="only this algorithm label")
-    s.add_argument("--stat", choices=tuple(COLUMN_STATS), default="avg")
+    s.add_argument("--stat", choices=tuple(COLUMN_STATS), default="avg",
+                   help="figure fitted, pooled as its median over repetitions (default: "
+                        "%(default)s)")
     s.add_argument("--all-forms", action="store_true", help="one row per form, not only "
                                                             "the best")
     options.add_format(s, FORMATS)
@@ -127,7 +131,7 @@ def add_parser(sub: options.Subparsers) -> None:
                                     "B from the p2p model at the level the halos cross; "
                                     "predicted against measured MLUP/s per placement and N "
                                     "(docs/workloads.md).")
-    s.add_argument("results", type=Path)
+    s.add_argument("results", type=Path, help="results folder (collbench run/ingest)")
     s.add_argument("--p2p", type=Path, required=True, help=".p2p.toml (core, socket and node "
                                                            "levels as the runs need)")
     _add_shape(s)
@@ -142,25 +146,22 @@ def _add_shape(p: argparse.ArgumentParser) -> None:
                    "as many as the ranks per node need)")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not valid; valid: a whole number "
-                                         ">= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not valid; valid: a whole number >= 1")
-    return value
+# Bounded as the spec's numbers are (options.MAX_NPROCS is spec/fields.py's): a prediction
+# costs every rank's schedule, and an unbounded count never ends.
+_positive = options.count(1, options.MAX_NPROCS)  # ppn, nodes, sockets, cores per socket
+MAX_COUNTS: Final = 64
 
 
 def _int_list(text: str) -> list[int]:
+    one = options.count(2, options.MAX_NPROCS)
     try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not valid; valid: a count or a comma "
-                                         "list such as 2,4,8") from None
-    if not out or min(out) < 2:
-        raise argparse.ArgumentTypeError(f"{text!r} is not valid; valid: counts >= 2")
+        out = [one(x) for x in text.split(",") if x.strip()]
+    except argparse.ArgumentTypeError:
+        out = []
+    if not out or len(out) > MAX_COUNTS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not valid; valid: a process count from 2 to {options.MAX_NPROCS}, "
+            f"or a comma list of up to {MAX_COUNTS}, such as 2,4,8")
     return out
 
 

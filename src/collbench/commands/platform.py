@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from collbench.commands import options, results_folder
 from collbench.errors import UserError, choice_error
 from collbench.platforms.model import TOPOLOGIES, Cluster, builtin_names, load_cluster
-from collbench.store import atomic_write
+from collbench.storefiles import atomic_write
 from collbench.tables import render
 
 if TYPE_CHECKING:
@@ -97,6 +98,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                        else pingpong_medians(args.results))
     overheads = _p2p_overheads(args.overheads or (args.results if args.results.is_file()
                                                   else None), notes, explicit=args.overheads)
+    if args.overhead_share:
+        if args.overheads is not None or args.collectives is not None:
+            raise UserError("--overhead-share: not with --overheads or --collectives; valid: "
+                            "one source of per-message overheads")
+        from collbench.platforms.calibrate import shared_overheads
+
+        overheads = shared_overheads(measured, _shares(args.overhead_share),
+                                     "--overhead-share")
+        notes.append("per-message overheads (o_s, o_r) as a share of each level's smallest "
+                     "ping-pong: " + ", ".join(f"{lv} {s:.3g}/{r:.3g} µs"
+                                              for lv, (s, r) in overheads.items()))
     if args.base is None:
         name = args.name or args.out.stem
         base = parse_cluster(new_template(Shape(name)), "template")
@@ -183,6 +195,23 @@ def _p2p_points(path: Path) -> tuple[dict[str, dict[int, float]], list[str]]:
     return measured, notes
 
 
+def _shares(items: list[str]) -> dict[str, float]:
+    from collbench.platforms.model import LEVELS
+
+    out: dict[str, float] = {}
+    for item in items:
+        level, eq, value = item.partition("=")
+        try:
+            share = float(value)
+        except ValueError:
+            share = math.nan
+        if not eq or level not in LEVELS or not math.isfinite(share):
+            raise UserError(f"--overhead-share: {item!r} is not valid; valid: LEVEL=SHARE with "
+                            f"LEVEL one of {', '.join(LEVELS)}, e.g. intra_socket=0.9")
+        out[level] = share
+    return out
+
+
 def _p2p_overheads(path: Path | None, notes: list[str],
                    explicit: Path | None) -> dict[str, tuple[float, float]]:
     """(o_s, o_r) per platform level from a .p2p.toml's [levels.<level>.loggp] tables."""
@@ -204,7 +233,8 @@ def _p2p_overheads(path: Path | None, notes: list[str],
 
 def add_parser(sub: options.Subparsers) -> None:
     s = sub.add_parser("platforms", help="built-in simulated clusters and their parameters")
-    s.add_argument("--format", choices=FORMATS, default="table")
+    s.add_argument("--format", choices=FORMATS, default="table",
+                   help="output format (default: %(default)s)")
     options.add_table_output(s)
     s.set_defaults(func=cmd_platforms)
 
@@ -212,9 +242,10 @@ def add_parser(sub: options.Subparsers) -> None:
     psub = p.add_subparsers(dest="platform_command", required=True)
 
     s = psub.add_parser("new", help="write a commented cluster description to fill in")
-    s.add_argument("file", type=Path)
+    s.add_argument("file", type=Path, help="the cluster TOML to write")
     s.add_argument("--name", help="platform name (default: the file name)")
-    s.add_argument("--nodes", type=_positive, default=2)
+    s.add_argument("--nodes", type=_positive, default=2,
+                   help="nodes of the cluster (default: %(default)s)")
     s.add_argument("--sockets", type=_positive, default=2, help="sockets per node")
     s.add_argument("--cores", type=_positive, default=12, help="cores per socket")
     s.add_argument("--topology", default="flat", help=f"one of: {', '.join(TOPOLOGIES)}")
@@ -224,12 +255,12 @@ def add_parser(sub: options.Subparsers) -> None:
     s.set_defaults(func=cmd_new)
 
     s = psub.add_parser("show", help="print a platform's description (built-in or file)")
-    s.add_argument("platform")
+    s.add_argument("platform", help="a built-in platform's name or a cluster TOML")
     s.set_defaults(func=cmd_show)
 
     s = psub.add_parser("xml", help="write the SimGrid platform file collbench generates")
-    s.add_argument("platform")
-    s.add_argument("-o", "--out", type=Path)
+    s.add_argument("platform", help="a built-in platform's name or a cluster TOML")
+    s.add_argument("-o", "--out", type=Path, help="file to write (default: standard output)")
     s.set_defaults(func=cmd_xml)
 
     s = psub.add_parser("calibrate", help="fill per-level latency/bandwidth from measured "
@@ -245,6 +276,10 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="a .p2p.toml from `collbench model loggp`: its per-level LogGP "
                         "overheads (o_s, o_r) are charged per message in the simulation "
                         "(default: those of RESULTS when it is such a file)")
+    s.add_argument("--overhead-share", action="append", default=[], metavar="LEVEL=SHARE",
+                   help="charge this share (0-0.9) of LEVEL's smallest ping-pong as CPU time "
+                        "per message, half to the sender and half to the receiver (shared "
+                        "memory: the CPUs do the whole transfer); repeatable")
     s.add_argument("--collectives", type=Path, metavar="RESULTS",
                    help="a results folder of collectives measured on the machine: the "
                         "per-message overheads are chosen so that simulating them comes "

@@ -6,11 +6,12 @@ import argparse
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from collbench.commands import options
 from collbench.errors import UserError
-from collbench.store import Store, publish, sql_path
+from collbench.store import Store, sql_path
+from collbench.storefiles import publish
 from collbench.tables import render
 
 if TYPE_CHECKING:
@@ -19,16 +20,18 @@ if TYPE_CHECKING:
 
 def add_parser(sub: options.Subparsers) -> None:
     s = sub.add_parser("query", help="SQL over the folder (tables: measurements, samples)")
-    s.add_argument("results", type=Path)
-    s.add_argument("sql")
+    s.add_argument("results", type=Path, help="results folder (collbench run/ingest)")
+    s.add_argument("sql", help="one SQL statement over the tables measurements and samples")
     options.add_format(s)
     options.add_table_output(s)
     s.set_defaults(func=cmd_query)
 
     s = sub.add_parser("export", help="write measurements (or samples) to CSV or Parquet")
-    s.add_argument("results", type=Path)
-    s.add_argument("-o", "--out", "--output", type=Path, required=True, dest="out")
-    s.add_argument("--table", choices=("measurements", "samples"), default="measurements")
+    s.add_argument("results", type=Path, help="results folder (collbench run/ingest)")
+    s.add_argument("-o", "--out", "--output", type=Path, required=True, dest="out",
+                   help="file to write: .csv or .parquet (its folder must exist)")
+    s.add_argument("--table", choices=("measurements", "samples"), default="measurements",
+                   help="which table (default: %(default)s)")
     s.add_argument("--expand-metrics", action="store_true",
                    help="measurements: one more column per key of the metrics JSON (e.g. a "
                         "non-blocking row's overall_us, test_calls, overlap_pct), named "
@@ -42,18 +45,18 @@ def cmd_query(args: argparse.Namespace) -> int:
                         'measurements GROUP BY 1"')
     import duckdb  # lazily: every command's start-up would pay for it
 
-    con = Store(args.results).connect()
-    try:
+    def scan(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[tuple[Any, ...]]]:
         cur = con.execute(args.sql)
         # None (not a cursor) for a statement that is only a comment
         description = getattr(cur, "description", None)
         names = [d[0] for d in description] if description else []
-        fetched = cur.fetchall() if names else []  # DuckDB may fail here too (casts)
+        return names, cur.fetchall() if names else []  # DuckDB may fail here too (casts)
+
+    try:  # read again if a run rewrites the folder meanwhile
+        names, fetched = Store(args.results).reading(scan)
     except duckdb.Error as e:
         # DuckDB's first line says what and where; the rest repeats the SQL with a caret.
         raise UserError(f"query: {str(e).strip().splitlines()[0]}") from None
-    finally:
-        con.close()
     if not names:
         raise UserError("query: the statement returns no table (only a SELECT, or another "
                         "statement returning rows, prints one)")
@@ -94,19 +97,22 @@ def cmd_export(args: argparse.Namespace) -> int:
                         "existing folder")
     import duckdb
 
-    con = Store(args.results).connect()
-    kind = "parquet" if suffix == ".parquet" else "csv, HEADER"
-
     if args.expand_metrics and args.table != "measurements":
         raise UserError("export: --expand-metrics goes with --table measurements")
-    extra = metric_columns(con) if args.expand_metrics else ""
+    store = Store(args.results)
+    store.campaign()  # a folder that is none: said before anything is written
+    kind = "parquet" if suffix == ".parquet" else "csv, HEADER"
 
-    def write(tmp: Path) -> None:
+    def copy(tmp: Path, con: duckdb.DuckDBPyConnection) -> None:
+        extra = metric_columns(con) if args.expand_metrics else ""
         # USE_TMP_FILE false: DuckDB's own temporary (tmp_<name>) would be one more
         # leftover of a kill; publish()'s temporary is swept and renamed.
-        try:
-            con.execute(f"COPY (SELECT *{extra} FROM {args.table}) TO '{sql_path(tmp)}' "
-                        f"(FORMAT {kind}, USE_TMP_FILE false)")
+        con.execute(f"COPY (SELECT *{extra} FROM {args.table}) TO '{sql_path(tmp)}' "
+                    f"(FORMAT {kind}, USE_TMP_FILE false)")
+
+    def write(tmp: Path) -> None:
+        try:  # read again if a run rewrites the folder meanwhile
+            store.reading(lambda con: copy(tmp, con))
         except duckdb.Error as e:
             raise UserError(f"{args.out}: cannot write: {io_cause(e)}") from None
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -78,12 +78,15 @@ def root(args: argparse.Namespace, prefix: str) -> Iterator[Path]:
                             f"{e.strerror or e}; valid: a folder you can write") from None
         yield args.keep
         return
-    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        _TEMPORARY[Path(tmp)] = args.keep_flag
-        try:
-            yield Path(tmp)
-        finally:
-            del _TEMPORARY[Path(tmp)]
+    from collbench.storefiles import private_dir
+
+    tmp = private_dir(prefix)  # swept at the next start if this process is killed
+    _TEMPORARY[tmp] = args.keep_flag
+    try:
+        yield tmp
+    finally:
+        del _TEMPORARY[tmp]
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # The temporary roots of the commands under way, with the option that would keep them: an

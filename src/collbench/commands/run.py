@@ -17,7 +17,7 @@ from collbench.campaign import (
 )
 from collbench.commands import oneliner, options
 from collbench.errors import UserError
-from collbench.plan import Launch
+from collbench.plan import Launch, Plan
 from collbench.progress import fmt_duration
 from collbench.runner import Summary
 
@@ -84,9 +84,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
                      f"algorithm variants: {', '.join(colls)}){' ' + extra if extra else ''}")
     lines.append(f"estimated time: {fmt_duration(plan.estimate_seconds())} (rough model: "
                  "launch start-up plus iterations × modelled latency)")
-    lines += [f"skipped: {note}" for note in plan.notes]
+    lines += skipped(plan)
     options.emit(args, "\n".join(lines))
     return 0
+
+
+def skipped(plan: Plan) -> list[str]:
+    """What the plan leaves out and why (algorithms the layout rules out, placements tried
+    at the machine's cores): `plan` and `run --dry-run` say the same."""
+    return [f"skipped: {note}" for note in plan.notes]
 
 
 def _nonblocking(la: Launch) -> list[tuple[str, str]]:
@@ -107,6 +113,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         kernel = build_binary(prepared.backend, prepared.source.spec)
         sys.stdout.write(prepared.backend.dry_run(prepared.plan, kernel.path,
                                                   options.debug(args)))
+        # as comments: what a dry run prints stays a script (sbatch, sh) when kept in a file
+        sys.stdout.write("".join(f"# {line}\n" for line in skipped(prepared.plan)))
         return 0
     if args.output is None:
         raise UserError("collbench run: -o/--output is required (except with --dry-run)")

@@ -23,7 +23,7 @@ def add_parser(sub: options.Subparsers) -> None:
     ssub = s.add_subparsers(dest="slurm_command", required=True)
     t = ssub.add_parser("script", help="print one sbatch script that runs the campaign "
                                        "(prepares the results folder it writes into)")
-    t.add_argument("spec", type=Path)
+    t.add_argument("spec", type=Path, help="campaign spec (TOML)")
     options.add_output(t, "results folder the job writes into (default: results/<campaign>)")
     options.add_kernel_debug(t)
     options.add_mpi(t)

@@ -114,7 +114,7 @@ def _check(study: Study, mca: dict[str, McaParam], mpi: MpiInstall,
 
 
 def _report(folder: Path) -> int:
-    from collbench.store import atomic_write
+    from collbench.storefiles import atomic_write
     from collbench.study.report import build
 
     rep = build(folder)

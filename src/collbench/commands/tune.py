@@ -56,6 +56,33 @@ class _DefaultAction(_Base):
         super().__call__(parser, namespace, values, option_string)
 
 
+def add_placement(p: argparse.ArgumentParser) -> None:
+    """--hostfile/--ssh-config/--ppn: run on a host list (the hosts backend) instead of
+    this machine, e.g. on two nodes where Open MPI 5.0's coll/han serves."""
+    g = p.add_argument_group("on several hosts (docs/hosts.md, docs/components.md)")
+    g.add_argument("--hostfile", type=Path, metavar="FILE",
+                   help="run on these hosts (mpirun --hostfile format), not on this machine")
+    g.add_argument("--ssh-config", type=Path, metavar="FILE",
+                   help="with --hostfile: the ssh client configuration to reach them")
+    g.add_argument("--ppn", type=options.count(1, options.MAX_NPROCS), metavar="N",
+                   help="with --hostfile: ranks per host (default: fill each host's slots)")
+
+
+def placement(args: argparse.Namespace) -> Any:
+    """The tune.campaign.Hosts of --hostfile (None: this machine); one line on misuse."""
+    from collbench.tune.campaign import Hosts
+
+    if args.hostfile is None:
+        if args.ssh_config is not None or args.ppn is not None:
+            raise UserError("--ssh-config and --ppn go with --hostfile; valid: add "
+                            "--hostfile FILE, or leave them out to run on this machine")
+        return None
+    for flag, path in (("--hostfile", args.hostfile), ("--ssh-config", args.ssh_config)):
+        if path is not None and not path.is_file():
+            raise UserError(f"{flag} {path}: no such file; valid: a readable file")
+    return Hosts(args.hostfile, args.ssh_config, args.ppn)
+
+
 def nprocs_list(value: str) -> list[int]:
     one = options.count(1, options.MAX_NPROCS)
     try:
@@ -143,13 +170,17 @@ def add_parser(sub: options.Subparsers) -> None:
     v.add_argument("--seed", type=options.count(0, options.MAX_COUNT), default=1,
                    help="order of the arms (default: 1)")
     v.add_argument("--timeout", type=options.seconds, default=600, help="seconds per launch")
+    v.add_argument("--han", type=Path, metavar="FILE",
+                   help="coll/han's rules file written beside RULES (RULES.han): the tuned "
+                        "arm activates both (Open MPI 5.0 on several nodes)")
+    add_placement(v)
     options.add_mpi(v)
     options.add_verbosity(v)
     v.set_defaults(func=cmd_validate)
 
 
 def _write(path: Path, text: str) -> None:
-    from collbench.store import atomic_write
+    from collbench.storefiles import atomic_write
 
     try:
         atomic_write(path, text.encode())
@@ -280,12 +311,8 @@ def _one_mpi(store: Store, key: str | None) -> Store:
     campaign of several MPIs is tuned one MPI (--measured-mpi KEY) at a time."""
     if not store.meta_path.exists():
         return store  # the reader says what is wrong with the folder
-    con = store.connect()
-    try:
-        keys = sorted(str(k) for (k,) in con.execute(
-            "SELECT DISTINCT mpi FROM measurements WHERE mpi IS NOT NULL").fetchall())
-    finally:
-        con.close()
+    keys = store.reading(lambda con: sorted(str(k) for (k,) in con.execute(
+        "SELECT DISTINCT mpi FROM measurements WHERE mpi IS NOT NULL").fetchall()))
     if key is None:
         if len(keys) > 1:
             raise UserError(f"{store.root}: holds rows of {len(keys)} MPIs; a rules file is "
@@ -325,11 +352,35 @@ def _build_ompi(args: argparse.Namespace, selection: Any) -> int:
     print(f"wrote {args.output} ({'rule-file-version-2' if version else 'classic format'}, "
           f"{len(written.rules.collectives)} collectives)")
     path = args.output.resolve()
-    mca = [*writer.activation(args.output), *written.extra_mca]
+    mca = [*writer.activation(args.output), *written.extra_mca, *_han_rules(args, selection)]
     print("activate it with:\n  mpirun " + " ".join(f"--mca {k} {v}" for k, v in mca) + " ...")
     print("or:\n" + "".join(f"  export OMPI_MCA_{k}={v}\n" for k, v in mca).rstrip())
     print(f"then prove it is used: collbench rules verify {path} -n <ranks>")
     return 0
+
+
+def _han_rules(args: argparse.Namespace, selection: Any) -> list[tuple[str, str]]:
+    """Where han's hierarchy was the default (Open MPI 5.0 on several nodes), han's dynamic
+    rules file beside the tuned one: it hands the top level to coll/tuned where a tuned
+    algorithm won (docs/components.md). Its activation settings ([] when none)."""
+    from collbench.tune import han
+
+    rules = han.build(selection)
+    if rules is None:
+        return []
+    if not selection.mpi_version.startswith("5."):
+        print(f"note: the default was coll/han's at {len(selection.han_defaults)} regime(s); "
+              f"han rules files are written for Open MPI 5.0 (measured: "
+              f"{selection.mpi_version}), so none was")
+        return []
+    path = args.output.with_name(args.output.name + ".han")
+    _write(path, han.format_rules(rules, str(args.results)))
+    han.read(path)  # our own output must read back as Open MPI reads it
+    print(f"wrote {path} (coll/han dynamic rules: coll/tuned at the top level where a tuned "
+          "algorithm won over han's default, han elsewhere)")
+    for line in han.describe(rules):
+        print(f"  {line}")
+    return han.activation(path)
 
 
 def _build_mpich(args: argparse.Namespace, selection: Any) -> int:
@@ -381,9 +432,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except (ValueError, UserError) as e:
         raise UserError(f"--sizes {args.sizes!r}: {e}") from None
     out = args.output or args.rules.with_name(args.rules.name + ".validate")
+    if args.han is not None:
+        from collbench.tune import han
+
+        han.read(args.han)  # one line where coll/han would reject it
     result = validate(reading.rules, args.rules, out, args.nprocs, sizes, options.mpi(args),
                       repetitions=args.repetitions, seed=args.seed,
                       collectives=args.collective, iterations=args.iterations,
-                      timeout=args.timeout)
+                      timeout=args.timeout, hosts=placement(args), han_path=args.han)
     sys.stdout.write(render(result))
     return 1 if result.regressions else 0

@@ -1,4 +1,5 @@
-"""Import OSU Micro-Benchmarks and Intel MPI Benchmarks text output into a results folder.
+"""Import OSU Micro-Benchmarks and Intel MPI Benchmarks text output, and tidy CSV tables
+(`ingest.table`), into a results folder.
 
 Each ingested file becomes one stored launch of tidy rows (records.COLUMNS), so existing
 results are queried and analysed exactly like measured ones. What the file does not say
@@ -14,7 +15,7 @@ import os
 import re
 import socket
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -34,15 +35,16 @@ from collbench.ingest.osu import (
     parse_columns,
     parse_osu,
 )
+from collbench.ingest.table import Context, TableOptions, check_table_options, read_table
 from collbench.inputs import OUTPUT_LIMIT, read_bytes
 from collbench.records import make_row
 from collbench.store import Store
 from collbench.version import __version__
 
-__all__ = ["FORMATS", "IngestOptions", "ParsedFile", "ParsedRow", "detect", "ingest_files",
-           "parse", "parse_imb", "parse_osu"]
+__all__ = ["FORMATS", "IngestOptions", "ParsedFile", "ParsedRow", "TableOptions", "detect",
+           "ingest_files", "parse", "parse_imb", "parse_osu"]
 
-FORMATS: Final = ("auto", "osu", "imb")
+FORMATS: Final = ("auto", "osu", "imb", "csv")
 # Header lines that describe the experiment (they go into params, which analyses group
 # by); the rest (date, machine, calling sequence) describes one run and goes to the meta.
 _IMB_PARAMS: Final = ("suite", "imb_version", "MPI Version", "MPI Thread Environment",
@@ -165,8 +167,10 @@ def detect(text: str, name: str) -> str:
             return "osu"
         if is_banner(stripped):
             return "imb"
+    table = " (a CSV table? name its columns: --column FIELD=COLUMN, docs/ingest.md)" \
+        if name.lower().endswith(".csv") else ""
     raise UserError(f"{name}: not OSU or IMB output: no '# OSU MPI ... Test' title, no "
-                    "'Intel(R) MPI Benchmarks' banner and no '# Benchmarking' line")
+                    "'Intel(R) MPI Benchmarks' banner and no '# Benchmarking' line" + table)
 
 
 def parse(text: str, name: str, fmt: str = "auto", collective: str | None = None) -> ParsedFile:
@@ -346,7 +350,7 @@ def _suite_params(parsed: ParsedFile, launch: _Launch) -> dict[str, Any]:
 class _Source:
     path: Path
     data: bytes
-    parsed: ParsedFile
+    parsed: ParsedFile | None  # None: a CSV table (read with its launch id)
 
     @property
     def digest(self) -> str:
@@ -355,6 +359,8 @@ class _Source:
 
 def _read(path: Path, opts: IngestOptions) -> _Source:
     data = read_bytes(path, "benchmark output", OUTPUT_LIMIT)
+    if opts.format == "csv":
+        return _Source(path, data, None)
     parsed = parse(data.decode("utf-8", errors="replace"), str(path), opts.format,
                    opts.collective)
     return _Source(path, data, parsed)
@@ -421,23 +427,38 @@ def _ingested_digests(store: Store) -> dict[str, str]:
 
 def ingest_files(paths: list[Path], out: Path, options: IngestOptions,
                  log: Callable[[str], None] | None = None,
-                 installed: MpiInstall | None = None) -> list[str]:
+                 installed: MpiInstall | None = None,
+                 table: TableOptions | None = None) -> list[str]:
     """Store each file as one launch in `out`; return the launch ids written.
 
     Every file is parsed and checked before anything is written, so a bad file leaves the
     folder as it was. A file already stored with the same options is skipped. `installed`:
-    the MPI here, whose algorithm table names the ids of runs of its version."""
+    the MPI here, whose algorithm table names the ids of runs of its version. `table`: the
+    files are tidy CSV tables read with these columns (format "csv")."""
     say = log or (lambda _msg: None)
+    if table is not None:
+        options = replace(options, format="csv")
+        check_table_options(table)
+    elif options.format == "csv":
+        raise UserError("--format csv: no --column given; valid: name the table's columns, "
+                        "e.g. --column size_bytes=size --column avg_us=avg (docs/ingest.md)")
     check_options(options)
     catalog = catalog_for(options.mpi, options.mpi_version, installed)
     sources = [_read(p, options) for p in paths]
     campaign = _campaign(out, options)
     # --format only says how to read the file, not what it holds: left out of the id.
-    opts_json = json.dumps(dict(options.normalized(), campaign=campaign, format=None),
+    opts_json = json.dumps(dict(options.normalized(), campaign=campaign, format=None,
+                                **({"table": table.normalized()} if table else {})),
                            sort_keys=True)
     prepared = []
     for src in sources:  # every row is built (and checked) before the folder is touched
         h = hashlib.sha256(src.data + opts_json.encode()).hexdigest()
+        if src.parsed is None:
+            assert table is not None
+            lid = f"csv-{h[:12]}"
+            prepared.append((src, lid, read_table(src.data, table, _context(
+                options, campaign, lid, str(src.path), catalog))))
+            continue
         lid = f"{src.parsed.kind}-{h[:12]}"
         prepared.append((src, lid, build_rows(src.parsed, options, campaign, lid,
                                               str(src.path), catalog)))
@@ -451,7 +472,7 @@ def ingest_files(paths: list[Path], out: Path, options: IngestOptions,
             if (other := _ingested_digests(store).get(src.digest)) is not None:
                 say(f"{src.path}: note: the same file is stored as {other} with other options")
             try:
-                store.write_launch(lid, rows, _meta(src, options, campaign, len(rows)))
+                store.write_launch(lid, rows, _meta(src, options, campaign, len(rows), table))
             except BaseException:
                 store.forget([lid])  # its meta without its rows: nothing of it stays
                 raise
@@ -463,8 +484,22 @@ def ingest_files(paths: list[Path], out: Path, options: IngestOptions,
     return written
 
 
-def _meta(src: _Source, opts: IngestOptions, campaign: str, n_rows: int) -> dict[str, Any]:
+def _context(opts: IngestOptions, campaign: str, lid: str, name: str,
+             catalog: Catalog | None) -> Context:
+    return Context(name, campaign, lid, opts.collective, opts.algorithm, opts.nprocs,
+                   opts.nodes, opts.ppn, opts.mapping, opts.binding, opts.mpi,
+                   opts.mpi_version, opts.repetition, dict(opts.mca), catalog)
+
+
+def _meta(src: _Source, opts: IngestOptions, campaign: str, n_rows: int,
+          table: TableOptions | None = None) -> dict[str, Any]:
     p = src.parsed
+    if p is None:
+        return {"status": "ok", "source_file": str(src.path), "sha256": src.digest,
+                "options": dict(opts.normalized(), campaign=campaign,
+                                table=table.normalized() if table else None),
+                "suite": "csv", "rows": n_rows,
+                "ingested": datetime.now(UTC).isoformat(timespec="seconds")}
     return {"status": "ok", "source_file": str(src.path), "sha256": src.digest,
             "options": dict(opts.normalized(), campaign=campaign), "command": p.command,
             "suite": p.kind, "version": p.version, "header": p.header, "rows": n_rows,

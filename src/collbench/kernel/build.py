@@ -23,6 +23,10 @@ SOURCE_NAME = "collbench_kernel.c"
 # Compiled into every kernel beside SOURCE_NAME (with their headers in the fingerprint):
 # clock synchronisation and the completion-time loop.
 SUPPORT_NAMES = ("clocksync.c",)
+# A real MPI's kernel also links the coll component probe (collprobe.c), whose functions
+# the executable exports (ld --dynamic-list) so that they take the place of Open MPI's.
+PROBE_NAME = "collprobe.c"
+PROBE_LIST = "collprobe.list"
 _PROBE_TIMEOUT_S = 60
 
 
@@ -98,18 +102,28 @@ def _command(mpicc: Path, out: Path, src: Path, extra_cflags: Sequence[str],
             str(src), *(str(p) for p in extra_sources), "-lm"]
 
 
+def probe_flags() -> list[str]:
+    """Link flags that export the probe's functions from the kernel executable."""
+    return [f"-Wl,--dynamic-list={_package_dir() / PROBE_LIST}", "-ldl"]
+
+
 def build_kernel(mpicc: Path, cache_dir: Path | None = None,
                  extra_cflags: Sequence[str] = (),
-                 extra_sources: Sequence[Path] = ()) -> KernelBinary:
+                 extra_sources: Sequence[Path] = (), probe: bool = False) -> KernelBinary:
     """Compile the kernel (or reuse the cached binary) and return where it is.
 
     The support sources and `extra_sources` (the SimGrid build's ports) are compiled and
-    linked in; their contents (and those of the headers beside them) are part of the
-    fingerprint.
+    linked in, and with `probe` the coll component probe (a real MPI's build); their
+    contents (and those of the headers beside them) are part of the fingerprint.
     """
     src = kernel_source()
+    if probe:
+        extra_cflags = [*extra_cflags, "-DCOLLBENCH_PROBE", *probe_flags()]
+        extra_sources = [*extra_sources, _package_dir() / PROBE_NAME]
     parts: list[str | bytes] = [mpi_fingerprint(mpicc), src.read_bytes(),
                                  "\0".join(extra_cflags)]
+    if probe:
+        parts.append((_package_dir() / PROBE_LIST).read_bytes())
     extra_sources = [*support_sources(), *extra_sources]
     if extra_sources:
         folders = sorted({p.parent for p in extra_sources})

@@ -130,6 +130,15 @@
  * libnbc silently runs its linear iallgather when recursive_doubling is forced on a
  * non-power-of-two communicator.
  *
+ * Components (built with -DCOLLBENCH_PROBE and collprobe.c, a real MPI's build): after each
+ * collective point, the coll component that served the measured communicator, as the probe
+ * saw it, is written after coll_preference: "component": "han", "sub_components":
+ * "libnbc,tuned" (those of coll/han's sub-communicator calls; "" for none); both keys are
+ * absent when the probe saw nothing (MPICH, hidden symbols) and on point-to-point points.
+ * COLLBENCH_COMPONENT=NAME in the environment ([measure] components asked for NAME): any
+ * name but tuned/default keeps coll/han on the measured communicator of a forced tuned
+ * algorithm (the forcing then reaches han's sub-communicators, which is what was asked).
+ *
  * --validate: after the timed loop, one untimed call with fresh send patterns (depending
  * on rank, byte index and iteration) and poisoned receive buffers; every received byte
  * on every rank is checked. Reductions use patterns whose sum never overflows a char
@@ -192,6 +201,9 @@
 #endif
 
 #include "clocksync.h"
+#ifdef COLLBENCH_PROBE
+#include "collprobe.h"
+#endif
 
 #define PROG "collbench_kernel"
 #define BW_WINDOW 64
@@ -313,6 +325,8 @@ typedef struct {
                                        * as it took) */
     double precision;                 /* achieved relative CI half-width; NAN: off */
     int han_excluded;                 /* measured on a communicator without coll/han */
+    char component[32];               /* the coll component that served it ("": not known) */
+    char subs[128];                   /* components of its sub-communicators, comma-separated */
 } result_t;
 
 /* Buffers and arguments of one point on this rank. */
@@ -1078,9 +1092,11 @@ static int mpit_write(const job_t *j, char *err, size_t n)
  * per-communicator info key ompi_comm_coll_preference (coll/base comm_select, Open MPI 4.1.0
  * and 5.0.0 on) with "^han" leaves tuned at the top level; on one node han steps aside
  * anyway, 4.1 ships it at priority 0, and other MPIs ignore the key. SMPI has no han. */
+static int g_keep_han; /* COLLBENCH_COMPONENT names a component other than tuned */
+
 static int forces_tuned(const job_t *j)
 {
-    return j->alg != 0 && !j->nb && !is_p2p(j->coll);
+    return j->alg != 0 && !j->nb && !is_p2p(j->coll) && !g_keep_han;
 }
 
 static MPI_Comm new_measure_comm(int exclude_han)
@@ -2461,6 +2477,12 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
     }
     if (r->han_excluded)  /* before the optional trailing groups, which tests find last */
         sb_printf(&sb, ", \"coll_preference\": \"^han\"");
+    if (r->component[0]) {
+        sb_printf(&sb, ", \"component\": ");
+        sb_json_string(&sb, r->component);
+        sb_printf(&sb, ", \"sub_components\": ");
+        sb_json_string(&sb, r->subs);
+    }
 #ifdef COLLBENCH_PORTS
     write_port_fields(&sb, j);
 #endif
@@ -2554,8 +2576,17 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
         else if (port_bad)
             set_error(&res, ST_FAILED, "%s", port_err);
 #endif
-        else
+        else {
+#ifdef COLLBENCH_PROBE
+            cbk_probe_reset();
+#endif
             measure(j, comm, o->validate, o->debug == DBG_CORRUPT && i == o->debug_at, &res);
+#ifdef COLLBENCH_PROBE
+            if (!is_p2p(j->coll))
+                cbk_probe_served(comm, coll_name(j), res.component, sizeof res.component,
+                                 res.subs, sizeof res.subs);
+#endif
+        }
         res.han_excluded = o->mpit ? st.han_excluded : launch_excl;
         if (g_rank == 0)
             write_result(out, j, &res, o->samples);
@@ -2590,6 +2621,10 @@ int main(int argc, char **argv)
 #endif
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_nprocs);
+    {
+        const char *want = getenv("COLLBENCH_COMPONENT");
+        g_keep_han = want && *want && strcmp(want, "tuned") != 0 && strcmp(want, "default") != 0;
+    }
     if (parse_args(argc, argv, &o, err, sizeof err)) {
         snprintf(msg, sizeof msg, "%s\n%s", err, USAGE);
         return fail_setup(msg);

@@ -178,7 +178,7 @@ class Backend(ABC):
         return Planning(base, None)
 
     def build_kernel(self) -> KernelBinary:
-        return build_kernel(self.mpi.mpicc)
+        return build_kernel(self.mpi.mpicc, probe=True)
 
     def compiler(self) -> Path:
         """The MPI's C compiler wrapper a workload's program is built with."""

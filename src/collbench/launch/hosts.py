@@ -11,11 +11,13 @@ sessions then close (tests/launch/test_hosts.py checks that nothing survives).
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import shlex
 import shutil
 import socket
+import struct
 import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from collbench.catalog import impi
 from collbench.catalog.algorithms import Catalog
 from collbench.errors import UserError
 from collbench.inputs import read_text
@@ -30,7 +33,7 @@ from collbench.kernel.build import KernelBinary
 from collbench.launch import guard
 from collbench.launch.allocation import Allocation
 from collbench.launch.base import BackendSetup, Call, LaunchBackend, LaunchOutcome, Planning
-from collbench.launch.local import major, mpirun_command, run_mpirun
+from collbench.launch.local import major, mpirun_command, refuse_environment_forcing, run_mpirun
 from collbench.plan import Launch
 from collbench.spec.hosts import Host, HostsConfig, parse_host, parse_hostfile
 from collbench.spec.workload import Workload
@@ -100,6 +103,7 @@ class HostsBackend(LaunchBackend):
 
     # --- planning ---------------------------------------------------------------------
     def planning(self, base: Catalog) -> Planning:
+        refuse_environment_forcing(self.mpi)
         self._check_slots()
         return Planning(base, sum(h.slots for h in self.hosts))
 
@@ -143,8 +147,11 @@ class HostsBackend(LaunchBackend):
         names = [h.name for h in self.hosts]
         if launch.ppn:
             return names[:max(1, min(len(names), math.ceil(launch.nprocs / launch.ppn)))]
-        # Hydra fills each host's slots in turn whatever -map-by says (it binds, not places).
-        mapping = "slot" if self.mpi.implementation == "mpich" else launch.mapping
+        # Hydra fills each host's slots in turn whatever -map-by says (it binds, not places);
+        # Intel MPI's Hydra too, but mapping "node" is given to it as -ppn 1 (round robin).
+        impl = self.mpi.implementation
+        mapping = ("slot" if impl == "mpich" or (impl == "impi" and launch.mapping != "node")
+                   else launch.mapping)
         alloc = Allocation("", tuple(names), tuple(h.slots for h in self.hosts))
         return names[:alloc.nodes_used(launch.nprocs, mapping)]
 
@@ -212,25 +219,36 @@ class HostsBackend(LaunchBackend):
     def host_options(self, work: Path) -> list[str]:
         """mpirun's options naming the hostfile and the ssh agent, per MPI."""
         hostfile = str(work.resolve() / HOSTFILE)
-        if self.mpi.implementation == "mpich":
+        if self.hydra():
             opts = ["-f", hostfile, "-launcher", "ssh"]
             if self.ssh_config is not None:
                 opts += ["-launcher-exec", str(work.resolve() / SSH_WRAPPER)]
+            if self.mpi.implementation == "impi":
+                # Intel MPI's proxies call back to this machine's host name whatever
+                # -localhost says; -iface makes it give the address the hosts reach
+                iface = interface_of(self.contact) if self.contact else None
+                return opts + (["-iface", iface] if iface else [])
             return opts + (["-localhost", self.contact] if self.contact else [])
         agent = " ".join(["ssh", *(["-F", str(self.ssh_config)] if self.ssh_config else [])])
         if major(self.mpi.version) >= 5:  # PRRTE takes its own parameters with --prtemca
             return ["--hostfile", hostfile, "--prtemca", "plm_ssh_agent", agent]
         return ["--hostfile", hostfile, "--mca", "plm_rsh_agent", agent]
 
+    def hydra(self) -> bool:
+        """MPICH's and Intel MPI's mpirun are Hydra: the same host options and hostfile."""
+        return self.mpi.implementation in ("mpich", "impi")
+
     def command(self, launch: Launch, call: Call) -> list[str]:
+        startup = impi.startup_env(dict(launch.env)) if self.mpi.implementation == "impi" \
+            else ()
         return mpirun_command(self.mpi, launch, call, self.host_options(call.work),
-                              guard=guard.argv(self.compiler(), launch))
+                              startup=startup, guard=guard.argv(self.compiler(), launch))
 
     def write_files(self, work: Path) -> None:
         """The launch's hostfile (in its MPI's format) and, for Hydra with an ssh config,
         the one-program ssh agent."""
         work.mkdir(parents=True, exist_ok=True)
-        mpich = self.mpi.implementation == "mpich"
+        mpich = self.hydra()
         lines = [f"{h.name}:{h.slots}" if mpich else f"{h.name} slots={h.slots}"
                  for h in self.hosts]
         (work / HOSTFILE).write_text("\n".join(lines) + "\n")
@@ -238,7 +256,7 @@ class HostsBackend(LaunchBackend):
             wrapper = work / SSH_WRAPPER
             # The config path was checked to hold no whitespace or control characters;
             # quoted, and followed by "$@", it cannot end a line or add a command.
-            wrapper.write_text("#!/bin/sh\n# written by collbench for MPICH Hydra's "
+            wrapper.write_text("#!/bin/sh\n# written by collbench for Hydra's (MPICH, Intel MPI) "
                                "-launcher-exec\nexec ssh -F "
                                f"{shlex.quote(str(self.ssh_config))} \"$@\"\n")
             wrapper.chmod(0o755)
@@ -248,6 +266,28 @@ class HostsBackend(LaunchBackend):
         self.write_files(call.work)
         return run_mpirun(self.command(launch, call), self.mpi, launch, call, interrupted,
                           self.used(launch))
+
+
+SIOCGIFADDR: Final = 0x8915  # Linux: an interface's IPv4 address
+
+
+def interface_of(address: str) -> str | None:
+    """The name of this machine's network interface that holds IPv4 `address` (None when
+    none does, or the address is not IPv4)."""
+    try:
+        wanted = socket.inet_aton(address)
+    except OSError:
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _, name in socket.if_nameindex():
+            try:
+                got = fcntl.ioctl(sock.fileno(), SIOCGIFADDR,
+                                  struct.pack("256s", name.encode()[:15]))
+            except OSError:
+                continue  # no IPv4 address on it
+            if got[20:24] == wanted:
+                return name
+    return None
 
 
 def _missing(label: str, path: str) -> str:

@@ -10,8 +10,10 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from collbench.catalog import impi
 from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import MpiInstall, launcher_env
+from collbench.errors import UserError
 from collbench.kernel.build import KernelBinary
 from collbench.launch import allocation, guard
 from collbench.launch.base import Call, KernelCall, LaunchBackend, LaunchOutcome, Planning
@@ -42,11 +44,14 @@ def mpirun_command(mpi: MpiInstall, launch: Launch, call: Call,
                    hosts: Sequence[str] = (),
                    startup: Sequence[tuple[str, str]] = (),
                    guard: Sequence[str] = ()) -> list[str]:
-    """`mpirun ... kernel` for this launch: Open MPI's flags, or MPICH Hydra's. `hosts`:
-    the launcher's host options (the hosts backend's hostfile and ssh agent); `startup`:
-    Open MPI settings that change start-up only, before the launch's own; `guard`: what
-    runs each rank's command (launch/guard.py)."""
-    if mpi.implementation == "mpich":
+    """`mpirun ... kernel` for this launch: Open MPI's flags, MPICH Hydra's or Intel MPI
+    Hydra's. `hosts`: the launcher's host options (the hosts backend's hostfile and ssh
+    agent); `startup`: settings that change start-up only, before the launch's own (Open
+    MPI MCA parameters, Intel MPI environment variables); `guard`: what runs each rank's
+    command (launch/guard.py)."""
+    if mpi.implementation == "impi":
+        argv = _intel_hydra(launch, mpi, hosts, startup)
+    elif mpi.implementation == "mpich":
         argv = _hydra(mpi, launch, hosts)
     else:
         argv = _openmpi(mpi, launch, hosts, startup)
@@ -108,6 +113,38 @@ def _hydra(mpi: MpiInstall, launch: Launch, hosts: Sequence[str]) -> list[str]:
     return argv
 
 
+# Intel MPI's Hydra places ranks (-ppn) but binds through its pinning variables; it has no
+# -map-by / -bind-to. A binding maps onto I_MPI_PIN_DOMAIN (a number: logical CPUs per
+# domain), "none" onto I_MPI_PIN=0; the user's own I_MPI_PIN* settings are left alone.
+IMPI_PIN_DOMAIN = {"core": "core", "socket": "socket", "numa": "numa", "hwthread": "1"}
+
+
+def user_sets_pinning(launch: Launch) -> bool:
+    return any(k.startswith("I_MPI_PIN") for k in (*dict(launch.env), *os.environ))
+
+
+def _intel_hydra(launch: Launch, mpi: MpiInstall, hosts: Sequence[str],
+                 startup: Sequence[tuple[str, str]]) -> list[str]:
+    argv = [str(mpi.mpirun), *hosts, "-np", str(launch.nprocs)]
+    # ranks fill each host in turn; mapping "node" is one rank per host in turn (-ppn 1)
+    ppn = launch.ppn or (1 if launch.mapping == "node" else None)
+    if ppn:
+        argv += ["-ppn", str(ppn)]
+    pinning: list[tuple[str, str]] = []
+    if not user_sets_pinning(launch):
+        pinning = ([("I_MPI_PIN", "0")] if launch.binding == "none" else
+                   [("I_MPI_PIN_DOMAIN", IMPI_PIN_DOMAIN.get(launch.binding, "core"))])
+    for key, value in (*startup, *pinning, *launch.env):
+        argv += ["-genv", key, value]
+    return argv
+
+
+def refuse_environment_forcing(mpi: MpiInstall) -> None:
+    """Intel MPI's I_MPI_ADJUST_<COLL> in collbench's environment would reach every launch."""
+    if mpi.implementation == "impi" and (why := impi.environment_problem(os.environ)):
+        raise UserError(why)
+
+
 # mpirun (prterun) keeps its PMIx rendezvous sockets in a session directory named after its
 # pid, under TMPDIR (/tmp/ompi.<pid> for Open MPI 5). A killed mpirun leaves that directory
 # behind, and the next mpirun given the same pid cannot bind its socket: exit 213, "listener
@@ -155,7 +192,14 @@ def run_mpirun(argv: list[str], mpi: MpiInstall, launch: Launch, call: Call,
         status = "timeout"
     else:
         status = "ok" if done.returncode == 0 and not done.output_problem else "failed"
-    return LaunchOutcome(status, argv, done.returncode, done.wall_s, done.stderr_tail,  # type: ignore[arg-type]
+    said = done.stderr_tail
+    if mpi.implementation == "impi" and status == "failed":
+        # A forced preset Intel MPI cannot run aborts the job (I_MPI_ADJUST_FAILURE_ON_COLL_
+        # FALLBACK): its one-line reason, not the assertion and abort lines around it.
+        why = impi.fallback_problem(f"{said}\n{tail(call.work / 'stdout.txt')}",
+                                    dict(launch.env))
+        said = why or said
+    return LaunchOutcome(status, argv, done.returncode, done.wall_s, said,  # type: ignore[arg-type]
                          hosts)
 
 
@@ -186,6 +230,7 @@ class LocalBackend(LaunchBackend):
     name = "local"
 
     def planning(self, base: Catalog) -> Planning:
+        refuse_environment_forcing(self.mpi)
         # Inside a Slurm allocation, its slots decide oversubscription, not this node's.
         alloc = allocation.current()
         return Planning(base, alloc.total_slots if alloc is not None and alloc.total_slots
@@ -197,8 +242,13 @@ class LocalBackend(LaunchBackend):
         return binary
 
     def command(self, launch: Launch, call: Call) -> list[str]:
-        one_host = len(self._hosts(launch)) == 1 and self.mpi.implementation == "openmpi"
-        startup = ONE_HOST_MCA if one_host and not user_sets_btl(self.mpi, launch) else ()
+        one_host = len(self._hosts(launch)) == 1
+        if self.mpi.implementation == "impi":
+            startup = impi.startup_env(dict(launch.env))
+        elif one_host and self.mpi.implementation == "openmpi":
+            startup = ONE_HOST_MCA if not user_sets_btl(self.mpi, launch) else ()
+        else:
+            startup = ()
         return mpirun_command(self.mpi, launch, call, startup=startup,
                               guard=guard.argv(self.compiler(), launch))
 

@@ -82,7 +82,7 @@ from typing import Any, Final
 from collbench.errors import UserError
 from collbench.inputs import read_bytes
 from collbench.models.p2p import LEVELS, FitError, LevelModel, LogGP, P2PModel, Regime
-from collbench.store import atomic_write
+from collbench.storefiles import atomic_write
 
 FORMAT: Final = "collbench-p2p"
 VERSION: Final = 1

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from collbench.catalog import ompi_decisions
+from collbench.catalog.components import MODELLED
 from collbench.errors import UserError, choice_error
 from collbench.models.algorithms import ALGORITHMS, detail
 from collbench.models.networks import DEFAULT_NETWORK, NETWORKS, Network, network
@@ -200,7 +201,8 @@ def prediction_rows(model: P2PModel, collective: str, algorithms: Sequence[str],
             rows.append(make_row(
                 campaign=campaign, launch_id=launch_id, repetition=0, backend=MODEL_SOURCE,
                 source=MODEL_SOURCE, mpi="openmpi", mpi_version=DECISIONS_VERSION,
-                collective=collective, algorithm=alg, algorithm_id=ident, segsize=0,
+                collective=collective, component=MODELLED, algorithm=alg,
+                algorithm_id=ident, segsize=0,
                 fanout=0, selection="none", params="{}", nprocs=topo.nprocs,
                 nodes=nodes_used, ppn=ppn_used, mapping=topo.mapping,
                 binding=None, size_bytes=size, iterations=1, warmup=0,

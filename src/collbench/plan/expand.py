@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from collbench.catalog import mpich
+from collbench.catalog import components, mpich
 from collbench.catalog.algorithms import Algorithm, Catalog
 from collbench.catalog.collectives import COLLECTIVES, Kind, osu_defaults
 from collbench.errors import UserError, did_you_mean
@@ -55,6 +55,7 @@ class _Expander:
         where = f"{source} (measure.mpi {mpi})" if mpi else source
         self.modes = _modes(spec, catalog, self.variants, where)
         _check_mca_allowed(spec, catalog, where)
+        _check_components(spec, catalog, where)
         self.criteria = [entry.criteria() for entry in spec.exclude]
 
     def _point(self, coll: str, v: _Variant, size: int,
@@ -133,14 +134,20 @@ class _Expander:
         swept = {k: v for k, v in dims.items() if k in self.spec.mca.sweep}
         blocks = self.blocks({**dims, "repetition": repetition})
         forced = [b for b in blocks if not b.is_default]
-        switching = any(self.modes[b.collective] == MPIT for b in forced)
+        modes = self.modes
+        if dims.get("component") not in (None, components.DEFAULT, "tuned"):
+            # coll/han (or another) serves the measured communicator and builds its own
+            # sub-communicators at its first call: a forced tuned algorithm reaches them
+            # only when set for the whole launch (measured: MPI_T did not, on 2 hosts)
+            modes = {c: LAUNCH for c in modes}
+        switching = any(modes[b.collective] == MPIT for b in forced)
         # Default points ride in the MPI_T launch when their control variable is writable.
         mpit = [b for b in blocks if (switching and b.variant.algorithm.runtime_switchable
-                                      if b.is_default else self.modes[b.collective] == MPIT)]
+                                      if b.is_default else modes[b.collective] == MPIT)]
         groups = [(MPIT, mpit), (NONE, [b for b in blocks if b.is_default and b not in mpit])]
         by_variant: dict[tuple[str, _Variant], list[_Block]] = {}
         for b in forced:  # a variant's blocks (one per non-blocking setting): one launch
-            if self.modes[b.collective] == LAUNCH:
+            if modes[b.collective] == LAUNCH:
                 by_variant.setdefault((b.collective, b.variant), []).append(b)
         groups += [(LAUNCH, bs) for bs in by_variant.values()]
         return [self._launch(sel, bs, dims, swept, repetition) for sel, bs in groups if bs]
@@ -150,6 +157,9 @@ class _Expander:
         spec, nprocs = self.spec, dims["nprocs"]
         mca, env = _forcing(selection, blocks[0], self.catalog, self.source)
         mca = _merge_mca(spec, swept, mca, self.source)
+        component = dims.get("component")
+        asked_mca, asked_env = components.request_settings(component)
+        mca, env = {**mca, **asked_mca}, {**env, **asked_env}
         if selection == NONE:
             blocks = [self._forced_by_user(b, mca) for b in blocks]
             if not all(b.is_default for b in blocks):
@@ -162,7 +172,19 @@ class _Expander:
             env=tuple(sorted(env.items())), swept=tuple(sorted(swept.items())),
             selection=selection, points=tuple(p for b in blocks for p in b.points),
             timeout_s=spec.run.timeout, validate=spec.measure.check_results,
-            samples=spec.measure.samples, mpi=self.mpi, ppn=dims.get("ppn"))
+            samples=spec.measure.samples, mpi=self.mpi, ppn=dims.get("ppn"),
+            component=None if component in (None, components.DEFAULT) else component)
+
+
+def _check_components(spec: Spec, catalog: Catalog, source: str) -> None:
+    """[measure] components asks Open MPI's component selection; nothing else has one."""
+    asked = [c for c in spec.measure.components or () if c != components.DEFAULT]
+    if not asked:
+        return
+    why = catalog.components_why_not()
+    if why:
+        raise UserError(f"{source}: measure.components: {asked[0]!r} cannot be asked for: "
+                        f"{why}; valid: [\"default\"]")
 
 
 def _shuffle_blocks(launch: Launch, rng: random.Random) -> Launch:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from collbench.catalog import impi
 from collbench.catalog.algorithms import DEFAULT, Algorithm, Catalog
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.catalog.openmpi import libnbc_mca
@@ -44,6 +45,8 @@ def _forcing(selection: str, block: _Block, catalog: Catalog,
             if coll == "bcast":
                 mca[f"{prefix}_knomial_radix"] = str(v.fanout)
         return mca, {}
+    if catalog.implementation == "impi" and v.algorithm.id is not None:
+        return {}, impi.forcing_env(coll, v.algorithm)  # I_MPI_ADJUST_<COLL>, no fallback
     cvar = COLLECTIVES[coll].mpich_cvar
     if catalog.implementation == "mpich" and cvar:
         # Without these, the ch4 device may override the choice, and an algorithm that

@@ -10,7 +10,7 @@ from typing import Any, Final
 from collbench.catalog.collectives import COLLECTIVES, OSU_BW_WINDOW, Kind, RulesBytes
 from collbench.errors import UserError
 
-PLAN_FORMAT: Final = 2
+PLAN_FORMAT: Final = 3
 # What each plan.json format holds; a new format adds a line and a reader for the old one.
 PLAN_HISTORY: Final[dict[int, str]] = {
     1: "campaign, seed, backend, launches: [{launch_id, repetition, nprocs, mapping, "
@@ -27,8 +27,11 @@ PLAN_HISTORY: Final[dict[int, str]] = {
        "absent: fixed counts); a workload launch whose program prints a row per message "
        "size (the plogp app) has one point per size and adds lines: true to its program "
        "(absent otherwise). Format 1 plans are read as they are.",
+    3: "as 2; a launch of a campaign with [measure] components adds component, the coll "
+       "component it asks Open MPI for (absent: default, Open MPI's own choice). Format 1 "
+       "and 2 plans are read as they are.",
 }
-READABLE_PLAN_FORMATS: Final = (1, 2)
+READABLE_PLAN_FORMATS: Final = (1, 2, 3)
 MPIT: Final = "mpit"
 LAUNCH: Final = "launch"
 NONE: Final = "none"
@@ -172,6 +175,7 @@ class Launch:
     program: ProgramRun | None = None  # a workload launch: this program, not the kernel
     mpi: str | None = None  # [measure] mpi: the key of the MPI this launch runs with
     ppn: int | None = None  # [measure] ppn: ranks per node (None: the launcher fills slots)
+    component: str | None = None  # [measure] components: the coll component asked for
 
     def job_lines(self) -> list[str]:
         """Kernel job file: `collective algorithm_id segsize fanout size iterations warmup`."""
@@ -193,6 +197,7 @@ class Launch:
             **({"program": self.program.to_json()} if self.program is not None else {}),
             **({"mpi": self.mpi} if self.mpi is not None else {}),
             **({"ppn": self.ppn} if self.ppn is not None else {}),
+            **({"component": self.component} if self.component is not None else {}),
         }
 
     @staticmethod
@@ -211,6 +216,7 @@ class Launch:
             program=ProgramRun.from_json(data["program"]) if "program" in data else None,
             mpi=str(data["mpi"]) if data.get("mpi") is not None else None,
             ppn=int(data["ppn"]) if data.get("ppn") is not None else None,
+            component=str(data["component"]) if data.get("component") is not None else None,
         )
 
 

@@ -179,6 +179,25 @@ def _check_base(base: Cluster, measured: Mapping[str, Points]) -> None:
                         "the platform has 1 socket per node")
 
 
+def shared_overheads(measured: Mapping[str, Points], shares: Mapping[str, float],
+                     where: str) -> dict[str, tuple[float, float]]:
+    """(o_s, o_r) per level as a share of its smallest message's one-way time, split evenly
+    between sender and receiver: on shared memory no NIC takes over, so a small message's
+    time is the two CPUs' work (docs/simgrid.md, "Per-message overheads from the
+    ping-pong"). Levels must be measured; shares 0 to OVERHEAD_SHARE."""
+    out: dict[str, tuple[float, float]] = {}
+    for lv, share in shares.items():
+        if lv not in measured:
+            raise UserError(f"{where}: level {lv!r} has no ping-pong; valid: "
+                            f"{', '.join(sorted(measured))}")
+        if not 0.0 <= share <= OVERHEAD_SHARE:
+            raise UserError(f"{where}: {lv}={share:g} is not valid; valid: a share from 0 "
+                            f"to {OVERHEAD_SHARE:g}")
+        smallest = measured[lv][min(measured[lv])]
+        out[lv] = (share * smallest / 2, share * smallest / 2)
+    return out
+
+
 def usable_overheads(overheads: Overheads, params: Mapping[str, tuple[float, float]],
                      notes: list[str]) -> dict[str, tuple[float, float]]:
     """The overheads of the measured levels, scaled down where they would not leave the

@@ -55,16 +55,18 @@ def host_id(node: int, core: int) -> str:
 
 
 def config_items(cluster: Cluster) -> list[tuple[str, str]]:
+    """The <config> props, one per key. SimGrid keeps the first of two props with one key,
+    so a key the platform's `[smpi] cfg` sets replaces what collbench derives from
+    eager_threshold (e.g. its smpi/send-is-detached-thresh) instead of following it."""
     s = cluster.smpi
-    items: list[tuple[str, str]] = []
+    items: dict[str, str] = {}
     if s.eager_threshold:
-        items += [("smpi/async-small-thresh", str(s.eager_threshold)),
-                  ("smpi/send-is-detached-thresh",
-                   str(max(s.eager_threshold, DETACHED_DEFAULT)))]
+        items["smpi/async-small-thresh"] = str(s.eager_threshold)
+        items["smpi/send-is-detached-thresh"] = str(max(s.eager_threshold, DETACHED_DEFAULT))
     for c in s.cfg:
         key, _, value = c.partition(":")
-        items.append((key, value))
-    return items
+        items[key] = value
+    return list(items.items())
 
 
 def _link(ident: str, bw_mbs: float | str, latency_us: float, policy: str) -> str:

@@ -19,7 +19,8 @@ from collbench.report.apps import only_programs
 from collbench.report.apps import section as apps_section
 from collbench.report.models import section as model_section
 from collbench.report.scaling import Machine
-from collbench.store import Store, atomic_write
+from collbench.store import Store
+from collbench.storefiles import atomic_write
 
 
 @dataclass(frozen=True)

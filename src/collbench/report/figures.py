@@ -40,7 +40,7 @@ from PIL import Image
 
 from collbench.analyse import PointStat
 from collbench.sizes import format_size
-from collbench.store import publish
+from collbench.storefiles import publish
 
 FORMATS: Final = {"png": ("png",), "svg": ("svg",), "both": ("png", "svg")}
 DPI: Final = 110

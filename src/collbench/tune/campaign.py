@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from collbench.campaign import Request, SpecSource, open_campaign
@@ -21,6 +21,28 @@ from collbench.catalog.mpi import MpiInstall
 from collbench.plan import Launch, Plan, Point
 from collbench.runner import Summary
 from collbench.store import Store
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """Where `rules verify` and `tune validate` run when not on this machine: a host list
+    (the `hosts` backend, docs/hosts.md) and the ranks per node, so that a rules file is
+    proven where it is used, e.g. on two nodes, where Open MPI 5.0's coll/han serves."""
+
+    hostfile: Path
+    ssh_config: Path | None = None
+    ppn: int | None = None
+
+    def run_table(self) -> str:
+        """The spec's [run] backend and [run.hosts] table (paths as TOML strings)."""
+        lines = ['backend = "hosts"', "", "[run.hosts]",
+                 f"hostfile = {json.dumps(str(self.hostfile.resolve()))}"]
+        if self.ssh_config is not None:
+            lines.append(f"ssh_config = {json.dumps(str(self.ssh_config.resolve()))}")
+        return "\n".join(lines) + "\n"
+
+    def measure_line(self) -> str:
+        return f"ppn = [{self.ppn}]\n" if self.ppn else ""
 
 
 def point(collective: str, algorithm: str, algorithm_id: int | None, size: int,
@@ -33,13 +55,13 @@ def point(collective: str, algorithm: str, algorithm_id: int | None, size: int,
 
 def launch(nprocs: int, points: Sequence[Point], mca: Sequence[tuple[str, str]],
            selection: str, repetition: int, timeout_s: float,
-           env: Sequence[tuple[str, str]] = ()) -> Launch:
+           env: Sequence[tuple[str, str]] = (), hosts: Hosts | None = None) -> Launch:
     cores = os.cpu_count() or 1
     return Launch(launch_id="", repetition=repetition, nprocs=nprocs, mapping="core",
-                  binding="core", oversubscribe=nprocs > cores,
+                  binding="core", oversubscribe=nprocs > cores and hosts is None,
                   mca=tuple(sorted(mca)), env=tuple(sorted(env)), swept=(),
                   selection=selection, points=tuple(points), timeout_s=timeout_s,
-                  validate=False, samples=False)
+                  validate=False, samples=False, ppn=hosts.ppn if hosts else None)
 
 
 def with_ids(launches: Sequence[Launch]) -> tuple[Launch, ...]:
@@ -53,7 +75,8 @@ def with_ids(launches: Sequence[Launch]) -> tuple[Launch, ...]:
     return tuple(out)
 
 
-def spec_text(header: str, name: str, launches: Sequence[Launch], seed: int) -> str:
+def spec_text(header: str, name: str, launches: Sequence[Launch], seed: int,
+              hosts: Hosts | None = None) -> str:
     """A campaign spec recording what these launches measure (the plan is made in code)."""
     colls = sorted({p.collective for la in launches for p in la.points})
     sizes = sorted({p.size_bytes for la in launches for p in la.points})
@@ -61,18 +84,20 @@ def spec_text(header: str, name: str, launches: Sequence[Launch], seed: int) -> 
     quoted = ", ".join(f'"{c}"' for c in colls)
     comment = "".join(f"# {line}\n" for line in header.splitlines())
     return (f'{comment}[campaign]\nname = "{name}"\n\n[measure]\ncollectives = [{quoted}]\n'
-            f'algorithms = "default"\nsizes = {sizes}\nnprocs = {nprocs}\n\n'
-            f"[run]\nseed = {seed}\n")
+            f'algorithms = "default"\nsizes = {sizes}\nnprocs = {nprocs}\n'
+            f"{hosts.measure_line() if hosts else ''}\n"
+            f"[run]\nseed = {seed}\n{hosts.run_table() if hosts else ''}")
 
 
 def run(out: Path, name: str, seed: int, launches: Sequence[Launch], mpi: MpiInstall,
         spec_text: str, source: str,
-        wrapper: tuple[str, ...] = ()) -> tuple[Store, Summary]:
+        wrapper: tuple[str, ...] = (), hosts: Hosts | None = None) -> tuple[Store, Summary]:
     """Create (or resume, if it holds exactly these launches) the folder and run what is
     missing, through the campaign opener like every campaign."""
-    plan = Plan(name, seed, "local", with_ids(launches))
+    backend = "hosts" if hosts else "local"
+    plan = Plan(name, seed, backend, with_ids(launches))
     spec = SpecSource.from_text(spec_text, source)
-    camp = open_campaign(spec, mpi, Request(out, resume=True, backend="local"), plan=plan)
+    camp = open_campaign(spec, mpi, Request(out, resume=True, backend=backend), plan=plan)
     summary = camp.run(progress=sys.stderr, wrapper=wrapper)
     if summary.interrupted:
         raise KeyboardInterrupt

@@ -32,6 +32,7 @@ from collbench import points
 from collbench.analyse.compare import Best, Comparison, PointStat, RatioStat, block_title, compare
 from collbench.analyse.smoothing import Smoothing, smooth
 from collbench.analyse.stability import SIMULATED, SIMULATED_NOTICE, noise_evidence
+from collbench.catalog import components
 from collbench.catalog.algorithms import DEFAULT
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.errors import UserError
@@ -76,6 +77,9 @@ class Selection:
     notes: tuple[str, ...] = field(default_factory=tuple)
     smoothing: Mapping[tuple[str, int], Smoothing] = field(default_factory=dict)
     evidence: tuple[str, ...] = ()  # what weakens the evidence (oversubscription, smoothing)
+    # (collective, nprocs) whose default was coll/han's hierarchy (Open MPI 5.0 on several
+    # nodes): a coll/tuned rule reaches the top level there only through han's rules file
+    han_defaults: frozenset[tuple[str, int]] = frozenset()
 
     def switches(self) -> int:
         """Number of ranges that leave the default."""
@@ -121,7 +125,7 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
                 options: Options = Options(), mpi: str = "openmpi",
                 mpi_version: str = "") -> Selection:
     """The choices a Comparison (baseline "default") supports; see the module docstring."""
-    if comparison.baseline != DEFAULT:
+    if not _is_default(comparison.baseline):
         raise ValueError(f"select needs a comparison against {DEFAULT!r}, "
                          f"not {comparison.baseline!r}")
     notes: list[str] = []
@@ -154,9 +158,12 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
         f"neighbouring sizes, at most {sm.max_regret:.1%} slower than the choice without "
         "smoothing at any size"
         for (c, n), sm in sorted(smoothing.items()) if sm.switches_after < sm.switches_before)
+    han = frozenset((p.collective, p.nprocs) for p in comparison.points
+                    if p.algorithm == DEFAULT and p.component == "han"
+                    and (p.collective, p.nprocs) in tables)
     return Selection(mpi, mpi_version, comparison.repetitions,
                      options.significance and comparison.repetitions >= 2, tables,
-                     tuple(dict.fromkeys(notes)), smoothing, evidence)
+                     tuple(dict.fromkeys(notes)), smoothing, evidence, han)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -224,9 +231,12 @@ def _pick(b: Best, comparison: Comparison, ratios: Mapping[int, RatioStat],
     """(size, chosen point, its ratio to the default) for one measured size."""
     size = b.key[7]
     pts = [p for p in comparison.points if p.size_key == b.key]
-    default = next((p for p in pts if p.label == DEFAULT), None)
+    default = next((p for p in pts if p.label == comparison.baseline), None)
     title = f"{block_title(*b.key[:7])} size {size}"
     if not options.significance:
+        if not _tuned_can_run(b.winner, default, title, notes):
+            assert default is not None
+            return size, default, 1.0
         r = ratios.get(id(b.winner))
         return size, b.winner, r.ratio if r else None
     if default is None:
@@ -236,10 +246,29 @@ def _pick(b: Best, comparison: Comparison, ratios: Mapping[int, RatioStat],
         notes.append(f"{title}: fewer than 2 ok repetitions; kept the default")
         return size, default, 1.0
     chosen = next((p for p in pts if p.label == b.recommended), default)
+    if not _tuned_can_run(chosen, default, title, notes):
+        return size, default, 1.0
     r = ratios.get(id(chosen))
     if chosen is not default and r is not None and r.ratio > 1 - options.min_gain:
         return size, default, 1.0
     return size, chosen, r.ratio if r else 1.0
+
+
+def _is_default(label: str) -> bool:
+    """'default', or the default served by a component the label names ('default@han')."""
+    return label.split("@", 1)[0] == DEFAULT
+
+
+def _tuned_can_run(chosen: PointStat, default: PointStat | None, title: str,
+                   notes: list[str]) -> bool:
+    """Whether a coll/tuned rule can make Open MPI run `chosen`; notes what it takes."""
+    if chosen is default or default is None:
+        return True
+    if components.label_suffix(chosen.component):  # e.g. binomial@han: han's setting
+        notes.append(f"{title}: {chosen.label} is fastest, a coll/{chosen.component} setting "
+                     "no coll/tuned rules file selects; kept the default")
+        return False
+    return True
 
 
 def _merge(coll: str, picked: Sequence[tuple[int, PointStat, float | None]],

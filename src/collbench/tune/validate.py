@@ -31,6 +31,7 @@ from collbench.sizes import format_size
 from collbench.store import Store
 from collbench.tables import text_table
 from collbench.tune import campaign
+from collbench.tune.han import activation as han_activation
 from collbench.tune.rules import COLLTYPES, RulesFile
 from collbench.tune.verify import comm_set, message_rule
 from collbench.tune.writer import activation
@@ -78,11 +79,18 @@ class Validation:
 
 def plan_launches(rules: RulesFile, path: Path, nprocs_list: Sequence[int], sizes: Sequence[int],
                   collectives: Sequence[str], repetitions: int, seed: int, iterations: int,
-                  timeout: float) -> list[Launch]:
+                  timeout: float, hosts: campaign.Hosts | None = None,
+                  han_path: Path | None = None) -> list[Launch]:
     rng = random.Random(seed)
     file_mca = activation(path)[1:]
-    arms = {DEFAULT: [("coll_tuned_use_dynamic_rules", "0"), *file_mca],
-            TUNED: [("coll_tuned_use_dynamic_rules", "1"), *file_mca]}
+    # han's file (5.0 on several nodes): named in both arms, used in the tuned one
+    han_file = han_activation(han_path)[1:] if han_path else []
+    arms = {DEFAULT: [("coll_tuned_use_dynamic_rules", "0"), *file_mca,
+                      *([("coll_han_use_dynamic_file_rules", "0"), *han_file] if han_path
+                        else [])],
+            TUNED: [("coll_tuned_use_dynamic_rules", "1"), *file_mca,
+                    *([("coll_han_use_dynamic_file_rules", "1"), *han_file] if han_path
+                      else [])]}
     launches = []
     for rep in range(repetitions):
         for nprocs in nprocs_list:
@@ -97,7 +105,7 @@ def plan_launches(rules: RulesFile, path: Path, nprocs_list: Sequence[int], size
                           and not (c == "reduce_scatter_block" and s < nprocs)]
                 launches.append(campaign.launch(nprocs, points, arms[arm],
                                                 "launch" if arm == TUNED else "none", rep,
-                                                timeout))
+                                                timeout, hosts=hosts))
     return launches
 
 
@@ -113,16 +121,17 @@ def collectives_in(rules: RulesFile, wanted: Sequence[str]) -> list[str]:
 def validate(rules: RulesFile, path: Path, out: Path, nprocs_list: Sequence[int],
              sizes: Sequence[int], mpi: MpiInstall, *, repetitions: int, seed: int,
              collectives: Sequence[str] = (), iterations: int = 0, timeout: float = 600,
-             confidence: float = 0.95) -> Validation:
+             confidence: float = 0.95, hosts: campaign.Hosts | None = None,
+             han_path: Path | None = None) -> Validation:
     if repetitions < 2:
         raise UserError(f"--repetitions {repetitions}: at least 2 are needed to test a "
                         "difference (6 or more to find one among noise, docs/statistics.md)")
     colls = collectives_in(rules, collectives)
     launches = plan_launches(rules, path, nprocs_list, sizes, colls, repetitions, seed,
-                             iterations, timeout)
-    spec = _spec_text(path, colls, sizes, nprocs_list, repetitions, seed)
+                             iterations, timeout, hosts, han_path)
+    spec = _spec_text(path, colls, sizes, nprocs_list, repetitions, seed, hosts)
     _, summary = campaign.run(out, f"validate-{path.stem}", seed, launches, mpi, spec,
-                                  str(path))
+                              str(path), hosts=hosts)
     bad = {k: v for k, v in summary.points.items() if k != "ok"}
     if bad:
         raise UserError(f"{out}: not every point was measured ({bad}); see `collbench show "
@@ -158,15 +167,18 @@ def _switched(rules: RulesFile, r: RatioStat) -> bool:
 
 
 def _spec_text(path: Path, colls: Sequence[str], sizes: Sequence[int],
-               nprocs: Sequence[int], repetitions: int, seed: int) -> str:
+               nprocs: Sequence[int], repetitions: int, seed: int,
+               hosts: campaign.Hosts | None = None) -> str:
     quoted = ", ".join(f'"{c}"' for c in colls)
     return (f"# Written by collbench tune validate: the default arm of an A/B campaign; the\n"
             f"# tuned arm adds coll_tuned_use_dynamic_rules = 1 with the rules file\n"
             f"# {path.resolve()}\n"
             f'[campaign]\nname = "validate-{path.stem}"\n\n'
             f"[measure]\ncollectives = [{quoted}]\nalgorithms = \"default\"\n"
-            f"sizes = {list(sizes)}\nnprocs = {list(nprocs)}\n\n"
-            f"[run]\nrepetitions = {repetitions}\nseed = {seed}\n")
+            f"sizes = {list(sizes)}\nnprocs = {list(nprocs)}\n"
+            f"{hosts.measure_line() if hosts else ''}\n"
+            f"[run]\nrepetitions = {repetitions}\nseed = {seed}\n"
+            f"{hosts.run_table() if hosts else ''}")
 
 
 def render(v: Validation) -> str:

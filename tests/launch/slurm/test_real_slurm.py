@@ -99,6 +99,10 @@ def test_srun_campaign_over_two_nodes_has_the_shape_of_a_local_run(
     got = rows(out)
     assert len(got) == 2 * 4 and {r["status"] for r in got} == {"ok"}
     assert {(r["backend"], r["nodes"], r["ppn"]) for r in got} == {("slurm", 2, 2)}
+    # Open MPI 5.0 on two nodes: coll/han serves the default, as the kernel's probe saw,
+    # and a forced tuned algorithm runs in coll/tuned on the whole communicator
+    assert {(r["algorithm"], r["component"]) for r in got} == \
+        {("default", "han"), ("binomial", "tuned")}
     for meta in metas(out):
         mapping = next(r["mapping"] for r in got if r["launch_id"] == meta["launch_id"])
         assert meta["slurm"]["rank_hosts"] == PLACED[mapping]  # where the ranks really ran

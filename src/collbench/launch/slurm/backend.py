@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Final
 from collbench.catalog.algorithms import Catalog
 from collbench.catalog.mpi import launcher_env
 from collbench.errors import UserError
-from collbench.launch import allocation
+from collbench.kernel.build import KernelBinary
+from collbench.launch import allocation, guard
 from collbench.launch.base import BackendSetup, Call, Planning, call_for
 from collbench.launch.batch import BatchBackend, Done, Lost, Report
 from collbench.launch.slurm import markers
@@ -41,6 +42,7 @@ from collbench.launch.slurm.script import (
     sbatch_options,
 )
 from collbench.plan import Launch
+from collbench.spec.workload import Workload
 
 if TYPE_CHECKING:
     from collbench.plan import Plan
@@ -112,16 +114,26 @@ class SlurmBackend(BatchBackend):
     def launcher(self) -> str:
         return f"srun --mpi={self.plugin}" if self.cfg.launcher == "srun" else "mpirun"
 
+    def build_program(self, workload: Workload) -> KernelBinary:
+        binary = super().build_program(workload)
+        # each rank runs under the rank guard (launch/guard.py), on the compute nodes too:
+        # built before anything is submitted, into the build cache the kernel comes from
+        guard.build(self.compiler())
+        return binary
+
+    def _launch_command(self, launch: Launch, call: Call) -> tuple[list[str], dict[str, str]]:
+        return launch_command(self.cfg, self.mpi, launch, call, self.shape, self.plugin,
+                              guard.argv(self.compiler(), launch))
+
     def command(self, launch: Launch, call: Call) -> list[str]:
-        return launch_command(self.cfg, self.mpi, launch, call, self.shape, self.plugin)[0]
+        return self._launch_command(launch, call)[0]
 
     def job_launches(self, launches: list[Launch], kernel: Path,
                      debug: tuple[str, ...]) -> list[JobLaunch]:
         out = []
         for la in launches:
             work = self.setup.store.work_dir(la.launch_id).resolve()
-            call = call_for(la, kernel, work, debug)
-            argv, env = launch_command(self.cfg, self.mpi, la, call, self.shape, self.plugin)
+            argv, env = self._launch_command(la, call_for(la, kernel, work, debug))
             out.append(JobLaunch(la.launch_id, work, la.timeout_s, argv, env))
         return out
 

@@ -10,6 +10,7 @@ really happened, not what was asked for.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -88,14 +89,17 @@ def _probed(work: Path, kernel_argv: list[str]) -> list[str]:
 
 
 def launch_command(cfg: SlurmConfig, mpi: MpiInstall, launch: Launch, call: Call,
-                   shape: Shape, mpi_plugin: str) -> tuple[list[str], dict[str, str]]:
-    """(argv, extra environment) that run this launch inside the allocation."""
+                   shape: Shape, mpi_plugin: str,
+                   guard: Sequence[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """(argv, extra environment) that run this launch inside the allocation. `guard`: what
+    runs each rank's command (launch/guard.py), after the probe."""
     work = call.work
     kernel = call.argv(launch)
     env = dict(launch.env)
+    ranked = [*guard, *kernel]
     if cfg.launcher == "mpirun":
         argv = mpirun_command(mpi, launch, call)
-        return argv[:len(argv) - len(kernel)] + _probed(work, kernel), env
+        return argv[:len(argv) - len(kernel)] + _probed(work, ranked), env
     # srun takes no --mca: Open MPI reads the same settings from OMPI_MCA_* variables.
     env.update({f"OMPI_MCA_{k}": v for k, v in launch.mca})
     argv = ["srun", f"--mpi={mpi_plugin}", "--kill-on-bad-exit=1",
@@ -104,7 +108,7 @@ def launch_command(cfg: SlurmConfig, mpi: MpiInstall, launch: Launch, call: Call
             f"--cpu-bind={CPU_BIND[launch.binding]}"]
     if launch.oversubscribe:
         argv.append("--overcommit")
-    return argv + _probed(work, kernel), env
+    return argv + _probed(work, ranked), env
 
 
 def job_environment(cfg: SlurmConfig, mpi: MpiInstall) -> dict[str, str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from collbench.errors import UserError
-from collbench.store import atomic_write
+from collbench.storefiles import atomic_write
 
 
 def now() -> str:

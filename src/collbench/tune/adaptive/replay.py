@@ -121,16 +121,16 @@ def _samples(store: Store, recorded: Recorded) -> dict[SampleKey, tuple[float, .
     """Every replayed row's per-iteration samples, checked against its iteration count."""
     import duckdb
 
-    con = store.connect()
-    try:
-        got = con.execute("SELECT launch_id, collective, algorithm, coalesce(segsize, 0), "
-                          "coalesce(fanout, 0), size_bytes, list(sample_us ORDER BY iteration) "
-                          "FROM samples GROUP BY ALL").fetchall()
+    def scan(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+        return con.execute("SELECT launch_id, collective, algorithm, coalesce(segsize, 0), "
+                           "coalesce(fanout, 0), size_bytes, list(sample_us ORDER BY "
+                           "iteration) FROM samples GROUP BY ALL").fetchall()
+
+    try:  # read again if a run rewrites the folder meanwhile
+        got = store.reading(scan)
     except duckdb.Error as e:  # a damaged samples file: one line, not a traceback
         raise UserError(f"{store.root}/samples: unreadable ({str(e).strip().splitlines()[0]}); "
                         "--precision replays the per-iteration samples") from None
-    finally:
-        con.close()
     by: dict[SampleKey, tuple[float, ...]] = {
         (str(a), str(b), str(c), int(d), int(e), int(f)): tuple(float(x) for x in g)
         for a, b, c, d, e, f, g in got}

@@ -1,0 +1,197 @@
+"""Accuracy on a real cluster (issue 25): predictions made from point-to-point data only,
+scored on the published collective measurements of ORFEO EPYC (../shared/data/orfeo-epyc),
+with collbench's own commands end to end:
+
+1. `collbench ingest` the real collectives (tidy CSV, --column mapping) and the ping-pongs
+   (the recipe of docs/simgrid.md, "How orfeo-epyc was made", read from the docs);
+2. `collbench run --backend simgrid --platform orfeo-epyc` (the built-in calibrated from
+   those ping-pongs) on a subset: bcast and scatter, every algorithm measured, 4 process
+   counts, 8 sizes, `--map-by core`;
+3. `collbench model p2p` on the ping-pongs and `collbench model predict` at the same points
+   (`--sockets 32 --cores-per-socket 4`: the platform's CCX-as-socket shape);
+4. `collbench compare REAL --against SIM|MODEL --format json`: median and p95 |error| per
+   algorithm and size band, same-winner share, selection penalty (the regret of the
+   predicted choice). This script only tabulates what compare prints.
+
+With `--ablation`, the SimGrid prediction again on platforms without each calibration
+term (each calibrated by `platform calibrate` from the same ping-pongs): without the CCX
+level (one level for every pair of cores of a node: 2 nodes × 1 × 128 cores), and with the
+CCX level but without the per-message overheads (`--overhead-share`).
+
+Run: `.venv/bin/python benchmarks/bench_orfeo_epyc.py [--out DIR] [--ablation]` (2 minutes
+on 2 cores; 6 with --ablation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from common import ROOT, SHARED, cli, run_campaign
+
+DATA = SHARED / "data" / "orfeo-epyc"
+NPROCS = [8, 32, 128, 256]  # one CCX pair .. two full nodes
+SIZES = [2, 16, 128, 1024, 4096, 32768, 65536, 262144]  # every size band twice or more
+ALGORITHMS = {"bcast": ["default", "basic_linear", "pipeline", "binary_tree"],
+              "scatter": ["default", "basic_linear", "binomial", "linear_nb"]}
+REAL_COLUMNS = ["--column", "collective=collective", "--column", "algorithm=algorithm",
+                "--column", "algorithm_id=algorithm_id", "--column", "nprocs=nprocs",
+                "--column", "mapping=map_by", "--column", "size_bytes=size_bytes",
+                "--column", "avg_us=avg_us", "--column", "min_us=min_us", "--column",
+                "max_us=max_us"]
+
+
+def spec(platform: str = "orfeo-epyc") -> str:
+    algs = "\n".join(f"{c} = {json.dumps(a)}" for c, a in ALGORITHMS.items())
+    return f"""
+[campaign]
+name = "orfeo-epyc-sim"
+[measure]
+collectives = {json.dumps(list(ALGORITHMS))}
+sizes = {SIZES}
+nprocs = {NPROCS}
+map_by = ["core"]
+iterations = 2
+warmup = 1
+[measure.algorithms]
+{algs}
+[run]
+backend = "simgrid"
+[run.simgrid]
+platform = "{platform}"
+ompi_version = "4.1"
+"""
+
+
+def recipe_ingests() -> list[list[str]]:
+    """The ingest commands of docs/simgrid.md's orfeo-epyc recipe (../shared paths)."""
+    text = (ROOT / "docs" / "simgrid.md").read_text()
+    block = text.split("<!-- recipe: orfeo-epyc -->", 1)[1].split("```")[1]
+    return [shlex.split(line)[1:] for line in block.splitlines()
+            if line.startswith("collbench ingest ")]
+
+
+def prepare(work: Path) -> dict[str, float]:
+    """Every input and prediction in `work`; wall seconds per step."""
+    wall: dict[str, float] = {}
+    t = time.monotonic()
+    cli("ingest", DATA / "collectives.csv", "--where", "source_repo=eruoppolo/HPC_2023",
+        "--where", "map_by=core", *REAL_COLUMNS, "--ppn", "128", "--mpi", "openmpi",
+        "--mpi-version", "4.1.6", "-o", work / "real")
+    for argv in recipe_ingests():
+        argv = [str(DATA / "pingpong.csv") if a.endswith("orfeo-epyc/pingpong.csv") else
+                str(work / "epyc-pp") if a == "results/epyc-pp" else a for a in argv]
+        cli(*argv)
+    wall["ingest"] = time.monotonic() - t
+    wall["simgrid"] = run_campaign(spec(), work / "sim")
+    t = time.monotonic()
+    cli("model", "p2p", work / "epyc-pp", "-o", work / "epyc.p2p.toml")
+    cli("model", "predict", work / "epyc.p2p.toml", "--collective", ",".join(ALGORITHMS),
+        "--algorithms", "all", "--nprocs", ",".join(map(str, NPROCS)), "--ppn", "128",
+        "--nodes", "2", "--map-by", "core", "--sockets", "32", "--cores-per-socket", "4",
+        "--sizes", ",".join(map(str, SIZES)), "-o", work / "model")
+    wall["model"] = time.monotonic() - t
+    return wall
+
+
+def ablation(work: Path) -> dict[str, dict[str, Any]]:
+    """compare --format json of SimGrid on each platform with one term left out."""
+    one_level = work / "one-level-pp"  # every intra-node series as one level: no CCX
+    for argv in recipe_ingests():
+        argv = [str(DATA / "pingpong.csv") if a.endswith("orfeo-epyc/pingpong.csv") else
+                str(one_level) if a == "results/epyc-pp" else a for a in argv]
+        if 'detail~"Same CCX"' in argv:
+            continue  # the CCX pair is the level left out
+        argv = ["core" if a == "socket" and argv[i - 1] == "--mapping" else a
+                for i, a in enumerate(argv)]
+        cli(*argv)
+    variants = {
+        "no CCX level, no overheads": (one_level, ("--nodes", "2", "--sockets", "1",
+                                                   "--cores", "128")),
+        "CCX level, no overheads": (work / "epyc-pp", ("--nodes", "2", "--sockets", "32",
+                                                       "--cores", "4")),
+    }
+    out = {}
+    for i, (label, (pp_dir, shape)) in enumerate(variants.items()):
+        base, platform = work / f"shape-{i}.toml", work / f"platform-{i}.toml"
+        cli("platform", "new", base, "--name", f"ablation-{i}", *shape)
+        cli("platform", "calibrate", pp_dir, "-o", platform, "--from", base)
+        run_campaign(spec(str(platform)), work / f"sim-{i}")
+        out[label] = json.loads(cli("compare", work / "real", "--against", work / f"sim-{i}",
+                                    "--format", "json"))
+    return out
+
+
+def _f(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def summary_rows(name: str, data: dict[str, Any]) -> list[str]:
+    bands = {b["band"]: b for b in data["bands"] if not b["collective"]}
+    sel = data["selection"]
+    pen = sel["penalty_pct"] or {}
+    same = sel["same_fraction"]
+    cells = [name, str(data["overall"]["points"]),
+             f"{_f(data['overall']['median_abs_pct'])} / {_f(data['overall']['p95_abs_pct'])}",
+             *(f"{_f(b['median_abs_pct'])} / {_f(b['p95_abs_pct'])}" if b else "-"
+               for b in (bands.get(k) for k in ("<= 1 KiB", "1-64 KiB", ">= 64 KiB"))),
+             f"{same * 100:.1f} % of {sel['configurations']}" if same is not None else "-",
+             f"{_f(pen.get('median_abs_pct'))} / {_f(pen.get('p95_abs_pct'))}"]
+    return ["| " + " | ".join(cells) + " |"]
+
+
+def algorithm_rows(name: str, data: dict[str, Any]) -> list[str]:
+    bands: dict[tuple[str, str], dict[str, str]] = {}
+    for b in data["bands"]:
+        if b["collective"]:
+            bands.setdefault((b["collective"], b["algorithm"]), {})[b["band"]] = \
+                f"{_f(b['median_abs_pct'])} / {_f(b['p95_abs_pct'])}"
+    return [f"| {name} | {a['collective']} | {a['algorithm']} | {a['points']} | "
+            f"{_f(a['median_abs_pct'])} / {_f(a['p95_abs_pct'])} | {a['median_ratio']:.2f} | "
+            + " | ".join(bands.get((a["collective"], a["algorithm"]), {}).get(k, "-")
+                         for k in ("<= 1 KiB", "1-64 KiB", ">= 64 KiB")) + " |"
+            for a in data["algorithms"]]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, help="keep the folders here (default: temporary)")
+    ap.add_argument("--ablation", action="store_true",
+                    help="also simulate on platforms without each calibration term")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.out or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        wall = prepare(work)
+        scored = {name: json.loads(cli("compare", work / "real", "--against", work / name,
+                                       "--format", "json"))
+                  for name in ("sim", "model")}
+        print(cli("compare", work / "real", "--against", work / "sim"))
+        ablated = ablation(work) if args.ablation else {}
+    print("| prediction | points | median / p95 % | <= 1 KiB | 1-64 KiB | >= 64 KiB | "
+          "same best | selection penalty median / p95 % |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, label in (("sim", "SimGrid, orfeo-epyc"), ("model", "model predict (mpi)")):
+        print("\n".join(summary_rows(label, scored[name])))
+    print("\n| prediction | collective | algorithm | points | median / p95 % | median B/A | "
+          "<= 1 KiB | 1-64 KiB | >= 64 KiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, label in (("sim", "SimGrid"), ("model", "model")):
+        print("\n".join(algorithm_rows(label, scored[name])))
+    if ablated:
+        print("\n| SimGrid platform | points | median / p95 % | <= 1 KiB | 1-64 KiB | "
+              ">= 64 KiB | same best | selection penalty median / p95 % |")
+        print("|---|---|---|---|---|---|---|---|")
+        for label, data in ablated.items():
+            print("\n".join(summary_rows(label, data)))
+        print("\n".join(summary_rows("CCX level + overheads (orfeo-epyc)", scored["sim"])))
+    print("\nwall seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in wall.items()))
+
+
+if __name__ == "__main__":
+    main()
