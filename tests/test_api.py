@@ -71,3 +71,29 @@ def test_without_pandas_the_message_says_how(folder: Path,
     monkeypatch.setattr(builtins, "__import__", no_pandas)
     with pytest.raises(ImportError, match=r"pip install 'collbench\[notebook\]'"):
         collbench.open(folder).measurements()
+
+
+def test_settings_time_and_hosts_are_columns_and_compare_is_a_frame(tmp_path: Path) -> None:
+    """A run with an MCA sweep on the fake backend: each setting is a column, each row has
+    its launch's time and hosts, and compare() is the CSV table as a DataFrame."""
+    from tests.test_runner import write_spec
+    spec = write_spec(tmp_path, nprocs="[2]")
+    text = spec.read_text()
+    spec.write_text(text + '\n[mca.sweep]\nbtl_sm_eager_limit = ["4096", "8192"]\n')
+    out = tmp_path / "res"
+    assert main(["run", str(spec), "-o", str(out), "--backend", "fake"]) == 0
+    results = collbench.open(out)
+    df = results.measurements()
+    assert "params" not in df.columns
+    assert set(df["mca.btl_sm_eager_limit"]) == {"4096", "8192"}
+    assert set(df["swept.btl_sm_eager_limit"]) == {"4096", "8192"}
+    assert str(df["stored_at"].dtype) == "datetime64[ns, UTC]" and df["stored_at"].notna().all()
+    assert (pd.Timestamp.now(tz="UTC") - df["stored_at"].min()).total_seconds() < 3600
+    assert df["hosts"].notna().all()
+    table = results.compare()
+    from collbench.analyse import compare
+    from collbench.analyse.render import csv_columns
+    expected = compare(results.store)
+    assert list(table.columns) == csv_columns(expected)
+    assert len(table) == len(expected.points) > 0
+    assert set(table["baseline"]) == {"default"}

@@ -77,7 +77,7 @@ def test_plan_and_algorithms_write_their_table_with_o(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     plan = tmp_path / "plan.txt"
     assert main(["plan", "-c", "bcast", "-n", "2", "-m", "1:4", "-o", str(plan)]) == 0
-    assert plan.read_text().startswith("campaign cli: 1 launches")
+    assert plan.read_text().startswith("campaign cli: 6 launches")  # 6 repetitions
     algs = tmp_path / "a.csv"
     assert main(["algorithms", "bcast", "--format", "csv", "-o", str(algs)]) == 0
     rows = list(csv.DictReader(io.StringIO(algs.read_text())))
@@ -147,3 +147,34 @@ def test_table_commands_write_to_o(argv: list[str], folder: Path, tmp_path: Path
     out = tmp_path / "out.txt"
     assert main([*args, "-o", str(out)]) == 0
     assert capsys.readouterr().out == "" and out.read_text() == printed
+
+
+def test_show_stat_is_never_silently_ignored(folder: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["show", str(folder), "--stat", "p99"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--stat p99 goes with --best" in err
+    assert main(["show", str(folder), "--best", "--stat", "p99"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'p99' is not valid; valid: avg, median, min" in err
+
+
+def test_compare_o_file_writes_what_it_prints(folder: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["compare", str(folder), "--summary"]) == 0
+    printed = capsys.readouterr().out
+    out = tmp_path / "summary.txt"
+    assert main(["compare", str(folder), "--summary", "-o", str(out)]) == 0
+    assert out.read_text() == printed and f"wrote {out}" in capsys.readouterr().err
+
+
+def test_top_level_help_starts_with_what_collbench_does(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    description = text.split("\n\n", 1)[1]
+    assert description.startswith("collbench measures MPI collectives")
+    assert "-o is a FILE for commands that print a table" in description

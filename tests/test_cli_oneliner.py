@@ -37,8 +37,13 @@ def test_plan_from_options_lists_the_launches(capsys: pytest.CaptureFixture[str]
     assert main(["plan", "--collective", "bcast", "--algorithms", "all", "--sizes", "1:1M",
                  "--nprocs", "2,4", "--name", "b"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("campaign b: 2 launches")
-    assert "np=2" in out and "np=4" in out
+    # 10 bcast variants: 9 compared with the default at each size, Holm at 5 % needs
+    # 2 / C(2n, n) < 0.05 / 9, so n = 6 launches per process count by default
+    assert out.startswith("campaign b: 12 launches")
+    assert "np=2" in out and "np=4" in out and " rep=5 " in out and " rep=6 " not in out
+    assert main(["plan", "--collective", "bcast", "--algorithms", "all", "--nprocs", "2",
+                 "--repetitions", "1"]) == 0
+    assert capsys.readouterr().out.startswith("campaign cli: 1 launches")
 
 
 def test_run_stores_the_spec_and_resumes_without_options(
@@ -55,15 +60,16 @@ def test_run_stores_the_spec_and_resumes_without_options(
     # The stored spec is the campaign's: --resume alone, or with the same options, goes on.
     assert main(["run", "-o", str(out), "--resume"]) == 0
     assert main(["run", *FAST, "-o", str(out), "--resume"]) == 0
-    assert "nothing to do: its 1 launch already stored" in capsys.readouterr().out
+    # two variants: n = 4 launches, the fewest with 2 / C(2n, n) < 0.05, by default
+    assert "nothing to do: all 4 launches already stored" in capsys.readouterr().out
     # ...and is a spec file like any other.
     assert main(["plan", str(out / "spec.toml")]) == 0
     # The notebook API reads the same folder: its spec, plan and rows.
     results = collbench.open(out)
     assert results.spec is not None and results.spec.measure.sizes == [1, 2, 4, 8, 16]
-    assert (results.plan.launches, results.plan.stored_launches) == (1, 1)
+    assert (results.plan.launches, results.plan.stored_launches) == (4, 4)
     frame = results.measurements()
-    assert len(frame) == 10 and set(frame["status"]) == {"ok"}
+    assert len(frame) == 40 and set(frame["status"]) == {"ok"}
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -121,3 +127,43 @@ def test_typed_values_never_end_a_line_of_the_stored_spec() -> None:
     assert spec.measure.algorithms[0].name == hostile and spec.run.backend == "local"
     with pytest.raises(UserError, match="is not valid text"):
         spec_text({"campaign": {"name": "bad\udcff"}})
+
+
+def test_run_without_o_measures_into_a_throwaway_folder_and_prints_the_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)  # read TMPDIR again
+    argv = ["run", "-c", "bcast", "-n", "2", "-m", "1:64", "-i", "10", "-x", "1",
+            "--backend", "fake"]
+    assert main([*argv, "-f"]) == 0
+    out, err = capsys.readouterr()
+    (folder,) = tmp_path.glob("collbench-*/quick")
+    assert f"measuring into {folder} (a throw-away folder" in err
+    assert "repetitions (launches), the fewest that let the table test significance" in err
+    spec = parse_spec(Store(folder).spec_text(), "stored")
+    assert spec.run.repetitions == 6  # 10 variants of bcast: 9 compared at each size
+    assert f"{folder}: 6 launches ok" in out
+    # the size × algorithm table of each statistic asked (-f: min and max too)
+    for name in ("median_avg_us", "median_min_us", "median_max_us"):
+        assert f"# bcast np=2 map-by=core bind-to=core: {name}" in out
+    lines = out.splitlines()
+    heads = [line.split() for line in lines if line.lstrip().startswith("size ")]
+    rows = [line for line in lines if line.split()[:1] in (["1"], ["64"])]
+    assert all(len(line) <= 100 for line in rows) and len(rows) == 12  # 2 blocks × 3 stats
+    assert heads[0][:3] == ["size", "recommended", "default"]
+    shown = {w for h in heads[:2] for w in h} - {"size", "recommended"}
+    assert len(heads) == 6 and len(shown) == 10  # 10 variants wrap into 2 blocks, 3 stats
+    first = rows[1].split()  # 64 B, first block: size, recommended, then the variants
+    assert first[1] in shown  # a recommended variant per size
+    # the fake backend's variants differ far beyond noise: every one is marked significant
+    assert all(cell[-1] in "*!" for cell in first[3:])
+    assert "--all` shows every one" in out or "stability warning" not in out
+
+
+def test_stat_takes_only_statistics_that_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "-c", "bcast", "-n", "2", "--stat", "p99"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--stat" in err and "'p99'" in err and "avg" in err and err.count("\n") == 1

@@ -82,15 +82,20 @@ SKIP: dict[str, str] = {
                                      "same commands run above on examples/fake.toml)",
     r"\bspec\.toml\b|\bprobe\.toml\b":
         "spec.toml/probe.toml stand for the reader's own spec",
-    r"osu_bcast\.out|IMB-MPI1\.out|osu_iallgather\.out":
-        "the reader's own OSU/IMB output (ingest of real samples: tests/ingest)",
     r"\b(collectives|pingpong)\.csv\b|shared/data/orfeo-|results/(epyc|thin)|epyc-shape\.toml":
         "a published data set outside the repository (tests/ingest/test_table.py and "
         "tests/platforms/test_builtin_recipes.py run these on ../shared/data)",
-    r"results/(x|real|pp|jacobi|probe|imb|model48|predicted|sim|study|hosts)\b|RESULTS":
+    r"results/(pp|jacobi|probe|model48|predicted|sim|study|hosts)\b|RESULTS":
         "a results folder the reader measured (real runs, studies, other machines)",
-    r"results/(nb|ring|prog)\b|examples/(nonblocking|ring|program|hosts)\.toml":
+    r"results/(ring|prog)\b|examples/(nonblocking|ring|program|hosts)\.toml":
         "a real MPI campaign of minutes (tests/test_nonblocking_mpi.py, tests/apps)",
+    r"--baseline mpi=|--measured-mpi|--mpich":
+        "results of several MPIs, or of MPICH (tests/test_multi_mpi_run.py measures them)",
+    r"model (fit|scaling) results/real":
+        "fits over many process counts, tens of seconds each (tests/models run them)",
+    r"^collbench run -c bcast -m 1:1M -n 2$":
+        "a real MPI run of minutes (tests/test_cli_oneliner.py runs the quick look with "
+        "the fake backend)",
     r"examples/quickstart\.toml -o results/quick$":
         "the real quickstart takes a minute (`make run`); run here with --backend fake",
     r"\b(machine|orfeo|vendor|m|here)\.p2p\.toml\b|--model\b|\bloggp\b":
@@ -103,8 +108,14 @@ SKIP: dict[str, str] = {
     r"study examples/mca-study\.toml -o": "an MCA study: many real launches",
     r"platform new mycluster\.toml|--from mycluster\.toml":
         "mycluster.toml is the reader's own description",
-    r"report results/quick": "report figures take minutes here (tests/report renders one)",
+    r"report results/(quick|x|nb)\b":
+        "report figures take minutes here (tests/report renders one)",
     r"\bmpi install\b": "downloads and builds an MPI from PyPI (minutes, network)",
+    r"--impi\b|impi_bcast_np2|results/impi-bcast\b":
+        "an Intel MPI campaign and the file tune writes from it "
+        "(tests/tune/test_impi_tuning.py writes, checks and runs one)",
+    r"diff-mpi mpich==4\.3\.2": "MPICH 4.3.2 is not among `make mpis` (tests/analyse/"
+                                  "test_mpidiff.py runs it where installed)",
     r"-o results/b$": "a real MPI run of minutes (tests/test_cli_oneliner.py runs the same "
                       "options with the fake backend)",
 }
@@ -139,12 +150,24 @@ RUN = [c for c in COMMANDS if _runnable(c)]
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder like a fresh checkout's: the examples, and results/quick measured from
-    examples/quickstart.toml with the fake backend (the real one takes a minute)."""
+    examples/quickstart.toml with the fake backend (the real one takes a minute). The
+    reader's own folders the docs read are stand-ins measured the same way (results/x,
+    results/real: the quickstart's; results/nb: examples/nonblocking.toml), and the
+    reader's OSU/IMB output files (osu_bcast.out, ...) the samples in examples/."""
     here = tmp_path_factory.mktemp("docs")
     shutil.copytree(ROOT / "examples", here / "examples")
     _collbench(here, ["run", "examples/quickstart.toml", "--backend", "fake",
                       "-o", "results/quick"])
+    for name in STAND_INS:
+        shutil.copytree(here / "results" / "quick", here / "results" / name)
+    _collbench(here, ["run", "examples/nonblocking.toml", "--backend", "fake",
+                      "-o", "results/nb"])
+    for sample in (ROOT / "examples").glob("*.out"):
+        shutil.copy(sample, here / sample.name)
     return here
+
+
+STAND_INS = ("x", "real")
 
 
 def _collbench(cwd: Path, argv: list[str], stdout_to: str | None = None) -> str:
@@ -164,7 +187,7 @@ def _order(cmd: Shown) -> int:
 
 @pytest.mark.slow
 def test_commands_run_as_shown(scratch: Path) -> None:
-    assert len(RUN) >= 15, [c.text for c in RUN]
+    assert len(RUN) >= 45, [c.text for c in RUN]
     for cmd in sorted(RUN, key=_order):
         _collbench(scratch, list(cmd.argv), cmd.stdout_to)
 

@@ -15,7 +15,7 @@ from collbench.catalog.algorithms import Catalog
 from collbench.catalog.load import load_catalog
 from collbench.catalog.mpi import find_mpi
 from collbench.errors import UserError
-from collbench.plan import Launch, Plan, Point, make_plan
+from collbench.plan import Launch, Plan, Point, estimate, make_plan
 from collbench.spec import load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -330,11 +330,32 @@ def test_estimate_is_a_rough_positive_model() -> None:
     body = 'collectives = ["bcast", "gather"]\nalgorithms = "default"\nnprocs = [2, 4]'
     plan = make(body, cores=64)
     assert plan.estimate_seconds(startup_s=0) > 0
-    assert plan.estimate_seconds() == pytest.approx(plan.estimate_seconds(0) + 2 * 1.5)
+    assert plan.estimate_seconds() == pytest.approx(plan.estimate_seconds(0)
+                                                    + 2 * estimate.STARTUP_S)
+    launches = sum(la.estimate_seconds(0) for la in plan.launches)
+    assert plan.estimate_seconds(0) == pytest.approx(estimate.CAMPAIGN_S + launches)
     over = make(body, cores=1)
-    assert over.estimate_seconds(0) == pytest.approx(2 * plan.estimate_seconds(0))
+    assert over.estimate_seconds(0) - estimate.CAMPAIGN_S == pytest.approx(
+        estimate.OVERSUBSCRIBED_SLOWDOWN * launches)
     fewer = make(body + "\niterations = 10\nwarmup = 1", cores=64)
     assert fewer.estimate_seconds(0) < plan.estimate_seconds(0)
+    la = plan.launches[0]
+    assert sum(la.point_seconds()) == pytest.approx(la.estimate_seconds(0))
+
+
+def test_simulated_estimate_counts_ranks_messages_and_segments() -> None:
+    """Under SimGrid the wall time is the simulator's: start-up grows with the square of
+    the ranks, and each iteration costs its messages (a pipeline's segments count)."""
+    small, large = (Point("bcast", "default", 0, 0, 0, size, 10, 1) for size in (8, 1 << 20))
+    assert estimate.messages(large, 16) > estimate.messages(small, 16)
+    alltoall = replace(small, collective="alltoall")
+    assert estimate.messages(alltoall, 16) > estimate.messages(small, 16)
+    la = make('collectives = "bcast"\nalgorithms = "default"\nnprocs = 2\nsizes = 1',
+              cores=64).launches[0]
+    few, many = (replace(la, nprocs=n, points=(small,)) for n in (16, 256))
+    # 16 times the ranks, more than 16 times the time: start-up grows with their square
+    assert many.estimate_seconds(simulated=True) > 16 * few.estimate_seconds(simulated=True)
+    assert few.estimate_seconds(simulated=True) != few.estimate_seconds()
 
 
 def test_quickstart_is_quick(real_catalog: Catalog) -> None:

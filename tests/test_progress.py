@@ -73,6 +73,25 @@ def test_eta_counts_down_during_a_launch_but_not_below_what_follows() -> None:
     assert abs(p._eta_now() - 20.0) < 0.5
 
 
+def test_eta_moves_by_points_inside_a_launch(tmp_path: Path) -> None:
+    """One launch of 4 points (2 s each) after 2 s of start-up: as the kernel writes its
+    lines, the ETA follows the points, scaled by how fast they went."""
+    out = tmp_path / "kernel.jsonl"
+    p = Progress(2, estimate_s=20.0, stream=io.StringIO())
+    p.begin("only", 10.0, out, [2.0, 2.0, 2.0, 2.0])
+    p.start -= 8.0
+    p.running_since -= 8.0
+    before = p._eta_now()  # no line yet: counting down from 20 s, 8 s in
+    assert abs(before - 12.0) < 0.5
+    out.write_text('{"a": 1}\n' * 3)  # start-up and 3 points: 8 estimated seconds in 8 s
+    assert abs(p._eta_now() - 12.0) < 0.5
+    with out.open("a") as f:
+        f.write('{"a": 2}\n{"extra": 1}\n')  # the 4th point (lines past the plan: ignored)
+    assert abs(p._eta_now() - 8.0) < 0.5  # 10 of 20 estimated seconds done in 8 s
+    p.update(10.0, "only: ok")
+    assert p._points.outfile is None  # the next launch starts from nothing
+
+
 def test_an_overall_bar_counts_the_rounds_of_a_multi_round_command() -> None:
     out = io.StringIO()
     with progress.overall("study stages", 3) as stages:

@@ -7,6 +7,7 @@ only `measurements()` and `samples()` need it. docs/python-api.md shows it in us
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,18 +76,62 @@ class Results:
 
     def measurements(self) -> pandas.DataFrame:
         """One row per stored row, columns as `collbench query` names them; the `metrics`
-        JSON (tail percentiles, overlap, IMB's columns) becomes one column per key."""
+        JSON (tail percentiles, overlap, IMB's columns) becomes one column per key, the
+        `params` JSON one column per setting (`mca.btl`, `env.X`, `swept.X`), and each row
+        gets its launch's `stored_at` (UTC) and `hosts`."""
+        pd = _pandas()
         frame = self._frame("measurements", COLUMNS)
         metrics = [door.metrics_of(m) for m in frame.pop("metrics")]
-        keys = sorted({k for m in metrics for k in m})
-        for key in keys:
-            if key in frame.columns:  # a metric never hides a column
-                raise UserError(f"{self.path}: metric {key!r} has the name of a column")
+        for key in sorted({k for m in metrics for k in m}):
             values = [m.get(key) for m in metrics]
             numeric = all(v is None or (isinstance(v, int | float) and not isinstance(v, bool))
                           for v in values)
-            frame[key] = _pandas().array(values, dtype="float64" if numeric else "object")
+            self._add(frame, key, pd.array(values, dtype="float64" if numeric else "object"),
+                      "metric")
+        params = [_flat(door.params_of({"params": p})) for p in frame.pop("params")]
+        for key in sorted({k for p in params for k in p}):
+            self._add(frame, key, pd.array([p.get(key) for p in params], dtype="string"),
+                      "setting")
+        when, hosts = self._launches()
+        ids = frame["launch_id"].tolist()
+        self._add(frame, "stored_at", pd.to_datetime([when.get(str(i)) for i in ids],
+                                                     unit="s", utc=True), "column")
+        self._add(frame, "hosts", pd.array([hosts.get(str(i)) for i in ids], dtype="string"),
+                  "column")
         return frame
+
+    def compare(self, baseline: str = "default", stat: str = "avg",
+                collective: str | None = None, nprocs: int | None = None,
+                confidence: float = 0.95) -> pandas.DataFrame:
+        """The table `collbench compare --format csv` prints, one row per point: its value
+        (`median_<figure>`), interval, ratio to the baseline with its interval, p-values,
+        significance and the recommended variant; the same arguments as compare's options."""
+        from collbench.analyse import compare
+        from collbench.analyse.render import _csv_rows, csv_columns
+
+        result = compare(self.store, baseline, stat, collective, nprocs, confidence)
+        return _pandas().DataFrame(_csv_rows(result), columns=csv_columns(result))
+
+    def _add(self, frame: pandas.DataFrame, key: str, values: Any, what: str) -> None:
+        if key in frame.columns:  # a metric or a setting never hides a column
+            raise UserError(f"{self.path}: {what} {key!r} has the name of a column")
+        frame[key] = values
+
+    def _launches(self) -> tuple[dict[str, float], dict[str, str]]:
+        """Per launch id: when its rows were stored (the file's time) and its hosts."""
+        when: dict[str, float] = {}
+        hosts: dict[str, str] = {}
+        for rows in self.store.launch_files():
+            lid = rows.name.removesuffix(".jsonl")
+            try:
+                when[lid] = rows.stat().st_mtime
+                meta = json.loads(rows.with_name(f"{lid}.meta.json").read_text())
+            except (OSError, ValueError):
+                continue
+            listed = meta.get("hosts") if isinstance(meta, dict) else None
+            if isinstance(listed, list) and listed:
+                hosts[lid] = ",".join(str(h) for h in listed)
+        return when, hosts
 
     def points(self, stat: str = "avg") -> pandas.DataFrame:
         """One row per point (collbench.points.IDENTITY: the context is the launch's
@@ -116,6 +161,17 @@ class Results:
                                dtype=_DTYPES.get(columns.get(name, ""), "object"))
                 for i, name in enumerate(names)}
         return pd.DataFrame(data)
+
+
+def _flat(params: dict[str, Any]) -> dict[str, str]:
+    """{"mca": {"btl": "^tcp"}} -> {"mca.btl": "^tcp"}; a value that is no object stays."""
+    out: dict[str, str] = {}
+    for section, value in params.items():
+        if isinstance(value, dict):
+            out.update({f"{section}.{k}": str(v) for k, v in value.items()})
+        elif value is not None:
+            out[section] = str(value)
+    return out
 
 
 def _pandas() -> Any:

@@ -20,18 +20,34 @@ from collbench.version import __version__
 
 # The modules of collbench.commands, in the order `collbench --help` lists them.
 COMMAND_MODULES: Final = ("mpi", "algorithms", "run", "show", "query", "compare", "regress",
-                          "ingest", "report", "study", "tune", "rules", "slurm", "platform",
-                          "schema", "model")
+                          "diff_mpi", "ingest", "report", "study", "tune", "rules", "slurm",
+                          "platform", "schema", "model")
 # Which module registers each command (a test keeps it in step with the modules): a
 # command line naming one imports only that module, not every command's dependencies
 # (`collbench run` started 0.15-0.2 s sooner).
 MODULE_OF: Final = {"mpi": "mpi", "algorithms": "algorithms", "plan": "run", "run": "run",
                     "show": "show", "query": "query", "export": "query",
-                    "compare": "compare", "regress": "regress", "ingest": "ingest",
+                    "compare": "compare", "regress": "regress", "diff-mpi": "diff_mpi",
+                    "ingest": "ingest",
                     "report": "report",
                     "study": "study", "tune": "tune", "rules": "rules", "slurm": "slurm",
                     "platforms": "platform", "platform": "platform", "schema": "schema",
                     "model": "model"}
+
+
+DESCRIPTION: Final = """\
+collbench measures MPI collectives (bcast, allreduce, ...) with every algorithm the MPI
+offers, over sizes and process counts, repeated so that differences can be tested; it
+compares the algorithms with statistics, reports, and writes tuning rules for the MPI.
+
+  collbench run -c bcast -m 1:1M -n 2     measure and print a size x algorithm table
+  collbench run SPEC.toml -o RESULTS      a campaign from a spec file into a folder
+  collbench compare RESULTS --summary     the algorithm to use per size range
+  collbench report RESULTS -o REPORT      an HTML page with figures
+  collbench tune RESULTS -o rules.txt     an Open MPI rules file
+
+-o is a FILE for commands that print a table (written instead of printed), a folder for
+commands that write results, reports or scripts. `collbench COMMAND --help` for each."""
 
 
 def _module(name: str) -> ModuleType:
@@ -50,7 +66,8 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     commands, which parse their command lines exactly as in the whole parser."""
     from collbench.commands import options
 
-    p = _Parser(prog="collbench", description=__doc__)
+    p = _Parser(prog="collbench", description=DESCRIPTION,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"collbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for name in (only,) if only else COMMAND_MODULES:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, TextIO
 
 from rich.console import Console, Group
@@ -85,6 +86,36 @@ def overall(label: str, total: int | None) -> Iterator[_Overall]:
         _overall = None
 
 
+class _PointsDone:
+    """The points a running launch has written to its output file (one line each), read
+    as the file grows (never from the start again: a file with samples may be large)."""
+
+    def __init__(self, outfile: Path | None, point_s: tuple[float, ...]) -> None:
+        self.outfile, self.point_s = outfile, point_s
+        self.offset = self.lines = 0
+
+    def count(self) -> int:
+        if self.outfile is None or not self.point_s:
+            return 0
+        try:
+            with self.outfile.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read(1 << 20)
+        except OSError:
+            return self.lines
+        self.offset += len(data)
+        self.lines = min(len(self.point_s), self.lines + data.count(b"\n"))
+        return self.lines
+
+    def estimated_done(self, launch_s: float) -> float:
+        """Estimated seconds of the launch already done: its start-up (the launch less its
+        points) and its finished points; 0 before the first point."""
+        n = self.count()
+        if n == 0:
+            return 0.0
+        return max(0.0, launch_s - sum(self.point_s)) + sum(self.point_s[:n])
+
+
 class Progress:
     """One runner pass: `total` launches whose planned durations sum to `estimate_s`."""
 
@@ -97,6 +128,7 @@ class Progress:
         self.tty = self.stream.isatty()
         self.running = ""  # the launch under way
         self.running_estimate = 0.0
+        self._points = _PointsDone(None, ())  # the running launch's points, as they finish
         self.running_since = self.start
         self.last = ""  # the last launch finished
         self.failed = 0
@@ -118,20 +150,32 @@ class Progress:
         return left
 
     def _eta_now(self) -> float:
-        """The ETA between launches, counting down through the running one, but never below
-        what the launches after it still need."""
+        """The ETA during a launch. Once its first point is written, by points: the plan's
+        estimate of what is left, scaled by how fast the estimated work done so far (the
+        launches finished and the running one's points) went. Before, counting down from
+        the ETA at its start, but never below what the launches after it still need."""
+        if not self.running:
+            return self.eta()
+        now = time.monotonic()
+        inside = self._points.estimated_done(self.running_estimate)
+        if inside > 0:
+            done = self.estimated_done + inside
+            return (self.estimate_s - done) * (now - self.start) / done
         scale = ((self.running_since - self.start) / self.estimated_done
                  if self.estimated_done > 0 else 1.0)
-        since = time.monotonic() - self.running_since
         after = (self.estimate_s - self.estimated_done - self.running_estimate) * scale
-        return max(after, self._eta_at_begin - since) if self.running else self.eta()
+        return max(after, self._eta_at_begin - (now - self.running_since))
 
-    def begin(self, message: str, estimated_s: float) -> None:
-        """A launch starts (the live display names it and counts its time down)."""
+    def begin(self, message: str, estimated_s: float, outfile: Path | None = None,
+              point_s: Sequence[float] = ()) -> None:
+        """A launch starts (the live display names it and counts its time down). `outfile`:
+        where it writes a line per point, `point_s` the estimated seconds of each point:
+        the ETA then moves as points finish, not only launches."""
         with _lock:
             self.running, self.running_estimate = message, estimated_s
             self.running_since = time.monotonic()
             self._eta_at_begin = self.eta()
+            self._points = _PointsDone(outfile, tuple(point_s))
         if not self.tty and _verbosity >= VERBOSE:
             self._line(f"[{self.done + 1}/{self.total}] started {message}")
 
@@ -141,6 +185,7 @@ class Progress:
             self.done += 1
             self.estimated_done += estimated_s
             self.running, self.last = "", message
+            self._points = _PointsDone(None, ())
             self.failed += 0 if ok else 1
         eta = fmt_duration(self.eta())
         line = f"[{self.done}/{self.total}] {message}"

@@ -14,16 +14,23 @@ from types import FrameType
 from typing import Any
 
 from collbench.catalog import components
-from collbench.catalog.collectives import COLLECTIVES, Kind
 from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
 from collbench.errors import UserError
 from collbench.launch import program as programs
 from collbench.launch.base import Backend, LaunchBackend, LaunchOutcome, call_for
 from collbench.launch.batch import BatchBackend, Done
 from collbench.launch.process import OUTPUT_LOST, OUTPUT_MARK
-from collbench.plan import Launch, Plan, Point
+from collbench.plan import Launch, Plan
 from collbench.progress import Progress
 from collbench.records import make_row, ranks_per_node
+from collbench.served import (
+    bounded,
+    kernel_metrics,
+    launch_forcing_mca,
+    nonblocking_metrics,
+    served,
+    with_metrics,
+)
 from collbench.store import Store
 
 ERROR_TAIL = 600  # characters of stderr kept in each failed row
@@ -118,64 +125,11 @@ def read_kernel_output(path: Path) -> list[dict[str, Any]]:
 
 def launch_params(launch: Launch) -> str:
     """The params column: the user's MCA settings and environment, without forcing keys."""
-    mca = {k: v for k, v in launch.mca if not is_forcing_mca(k)
+    own = launch_forcing_mca(launch)  # a coll/han setting's keys: its algorithm says them
+    mca = {k: v for k, v in launch.mca if not is_forcing_mca(k) and k not in own
            and not components.is_request_mca(k, launch.component)}
     env = {k: v for k, v in launch.env if not is_forcing_env(k) and k != components.ENV}
     return json.dumps({"mca": mca, "env": env, "swept": dict(launch.swept)}, sort_keys=True)
-
-
-# Keys of a kernel output line that go into the row's metrics column: under SimGrid,
-# whose code ran ("port" or "smpi") and what a "default" point resolved to; with a real
-# MPI, "coll_preference": "^han" when a forced coll/tuned algorithm was measured on a
-# communicator coll/han may not take (the kernel's new_measure_comm says why), and
-# "sub_components": the components coll/han's sub-communicators used (the probe's).
-KERNEL_METRICS = ("implementation", "resolved_algorithm", "resolved_algorithm_id",
-                  "coll_preference", "sub_components")
-
-
-# Figures of [measure] timing = "completion" (docs/statistics.md, "Completion time"): the
-# median completion time, its 95% interval [low, high], iterations with a late rank, the
-# rank-averaged call time of the synchronised loop and the clock synchronisation error.
-# [measure] precision: the relative half-width of the median's 95% CI reached.
-TIMING_METRICS = ("completion_us", "completion_ci", "completion_late", "synced_avg_us",
-                  "sync_error_us", "precision")
-
-
-def kernel_metrics(got: dict[str, Any]) -> str | None:
-    """The metrics JSON of one kernel output line (None when it has none of the keys)."""
-    metrics = {k: got[k] for k in KERNEL_METRICS if k in got
-               and (k != "sub_components" or got[k])}
-    metrics.update({k: got[k] for k in TIMING_METRICS if got.get(k) is not None})
-    return json.dumps(metrics, sort_keys=True) if metrics else None
-
-
-# A non-blocking point's figures (kernel output keys, OSU's names: docs/nonblocking.md).
-NONBLOCKING_METRICS = ("overall_us", "compute_us", "init_us", "test_us", "wait_us", "pure_us",
-                       "min_comm_us", "max_comm_us", "overlap_pct", "overlap_imb_pct",
-                       "overlap_raw_pct", "slowdown_us", "max_hidden_us", "max_hidden_pct",
-                       "hide_bound_us")
-
-
-def nonblocking_metrics(point: Point, got: dict[str, Any]) -> dict[str, Any]:
-    """A non-blocking point's metrics: its settings (test_calls, compute, hide_steps: from
-    the plan, so that failed points group with their settings too) and the figures the
-    kernel measured; {} for a blocking point."""
-    if point.test_calls is None:
-        return {}
-    out: dict[str, Any] = {"test_calls": point.test_calls, "compute": point.compute}
-    if point.hide_steps:
-        out["hide_steps"] = point.hide_steps
-    out.update({k: got[k] for k in NONBLOCKING_METRICS if got.get(k) is not None})
-    return out
-
-
-def with_metrics(metrics: str | None, extra: dict[str, Any]) -> str | None:
-    """`metrics` (a JSON object or None) with the keys of `extra` added; keys already there
-    are kept as they are."""
-    if not extra:
-        return metrics
-    merged = {**extra, **(json.loads(metrics) if metrics else {})}
-    return json.dumps(merged, sort_keys=True)
 
 
 def build_rows(
@@ -202,8 +156,8 @@ def build_rows(
                    else f"launch exited with status {outcome.returncode} before this point")
             tail = outcome.stderr_tail[-ERROR_TAIL:]
             got = {"status": status, "error": f"{why}; stderr: {tail}" if tail else why}
-        got = _bounded(got)
-        component, got = _served(launch, point, got, ctx)
+        got = bounded(got)
+        component, got = served(launch, point, got, ctx.mpi)
         rows.append(make_row(
             campaign=ctx.campaign, launch_id=launch.launch_id, repetition=launch.repetition,
             backend=ctx.backend, source="kernel", mpi=ctx.mpi, mpi_version=ctx.mpi_version,
@@ -221,42 +175,6 @@ def build_rows(
             metrics=with_metrics(kernel_metrics(got), nonblocking_metrics(point, got)),
         ))
     return rows
-
-
-# The kernel's numbers stored in a row or its metrics (besides strings, lists, booleans).
-KERNEL_FIGURES = ("avg_us", "min_us", "max_us", "median_us", "bandwidth_mbs", "iterations",
-                  "warmup", *TIMING_METRICS, *NONBLOCKING_METRICS)
-
-
-def _bounded(got: dict[str, Any]) -> dict[str, Any]:
-    """A measured point whose numbers cannot be (a time that is negative, not finite or
-    above 11 days; another figure beyond its column) is a failed point that says which:
-    every number is bounded before it is stored, the kernel's as a program's."""
-    if got.get("status") != "ok":
-        return got
-    figures = {k: got[k] for k in KERNEL_FIGURES if k in got and got[k] is not None
-               and not isinstance(got[k], str | list | bool)}
-    why = programs.out_of_bounds(figures, "avg_us")
-    return {"status": "failed", "error": f"kernel output: {why}"} if why else got
-
-
-def _served(launch: Launch, point: Point, got: dict[str, Any], ctx: RowContext
-            ) -> tuple[str, dict[str, Any]]:
-    """The point's component, and its output made a failed point when what served it is
-    not what its row says (a label is what ran)."""
-    p2p = COLLECTIVES[point.collective].kind is Kind.P2P
-    forced = bool(point.algorithm_id) and not p2p
-    forced_tuned = forced and point.test_calls is None
-    forced_nb = forced and point.test_calls is not None
-    want = components.expected(launch.component, forced_tuned, forced_nb)
-    component = components.row_component(ctx.mpi, p2p, got, want)
-    if got.get("status") == "ok" and not p2p:
-        problem = components.served_problem(point.collective, point.algorithm,
-                                            launch.component, forced_tuned, forced_nb, got)
-        if problem:  # the row is the variant asked for, failed; the error says what ran
-            got = {"status": "failed", "error": problem}
-            component = want or component
-    return component, got
 
 
 def program_rows(launch: Launch, stdout: str, outcome: LaunchOutcome, ctx: RowContext,
@@ -406,7 +324,7 @@ def run_campaign(
     damaged = {lid: why for lid, why in store.last_damage.items()
                if any(la.launch_id == lid for la in todo)}
     summary = Summary(launches=len(plan.launches), skipped=len(plan.launches) - len(todo))
-    estimates = {la.launch_id: replace(plan, launches=(la,)).estimate_seconds() for la in todo}
+    estimates = {la.launch_id: la.estimate_seconds(simulated=plan.simulated) for la in todo}
     if not isinstance(backend, (BatchBackend, LaunchBackend)):
         raise TypeError(f"backend {backend.name!r} is neither a launch nor a batch backend")
     with Progress(len(todo), sum(estimates.values()), progress_stream) as progress:
@@ -439,7 +357,8 @@ def _run_todo(store: Store, todo: list[Launch], backend: Backend, kernel: Path,
             call = call_for(launch, kernel, work, debug, wrapper)
             call.prepare(launch)
             progress.begin(f"{launch.launch_id} np={launch.nprocs} {launch.mapping}",
-                           estimates[launch.launch_id])
+                           estimates[launch.launch_id], call.outfile,
+                           launch.point_seconds(backend.name == "simgrid"))
             outcome = backend.run(launch, call, intr)
             if outcome.status == "interrupted" or intr.flag:
                 summary.interrupted = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -66,8 +67,17 @@ def test_table_json_csv_say_the_same(noisy: Store) -> None:
     smoothing = s.blocks[0].smoothing
     assert smoothing is not None
     table = render_summary(s, "table")
-    assert "bcast np=4 map-by=core bind-to=core: 1–32K " in table
-    assert f"({smoothing.removed} removed); regret per size: 1 " in table
+    assert "\n# bcast np=4 map-by=core bind-to=core\n" in table
+    (row,) = [ln.split("  ") for ln in table.splitlines() if ln.startswith("1–32K ")]
+    cells = [c.strip() for c in row if c.strip()]
+    assert cells[1] == s.blocks[0].ranges[0].algorithm
+    assert cells[2:] == [s.blocks[0].ranges[0].effect, "8", "16/16"]
+    assert max(len(ln) for ln in table.splitlines() if not ln.startswith(("#", " "))) <= 100
+    # warnings: a count and the worst three (all with --all)
+    assert "3 stability warnings:" in table or "stability warnings, the worst 3:" in table
+    worst = max(r for _, r in smoothing.regret)
+    assert (f"smoothing: {smoothing.switches_before} -> 0 switches, at most {worst:.1%} "
+            f"slower than the per-size choice at {len(smoothing.regret)} sizes") in table
     data = json.loads(render_summary(s, "json"))
     (b,) = data["blocks"]
     assert b["smoothing"]["switches_after"] == 0
@@ -91,3 +101,28 @@ def test_cli_summary_json_is_json(noisy: Store, capsys: pytest.CaptureFixture[st
     assert len(out.strip().splitlines()) >= 9 and "collbench: warning:" in err
     assert main(["compare", str(noisy.root), "--summary", "--max-regret", "1.5"]) == 2
     assert "--max-regret 1.5 is not valid" in capsys.readouterr().err
+
+
+def _far_apart(coll: str, alg: str, size: int, nprocs: int) -> float:
+    """knomial: 2x faster at 1 B, 100x at 2 B, 2x slower above: a geometric mean over the
+    two sizes has a t interval (1 degree of freedom) from slower to much faster."""
+    if alg == "default":
+        return 10.0
+    return {1: 5.0, 2: 0.1}.get(size, 20.0)
+
+
+def test_an_interval_across_1_is_not_given_as_the_range_effect(tmp_path: Path) -> None:
+    store = write_store(tmp_path / "far", mpi="openmpi", version="5.0.11",
+                        collectives=["bcast"], algorithms=[("default", 0), ("knomial", 7)],
+                        sizes=[1, 2, 4, 8], nprocs=[2], repetitions=6, timing=_far_apart,
+                        noise=0.002)
+    (block,) = summarise(compare(store), max_regret=0.05).blocks
+    first = block.ranges[0]
+    assert (first.algorithm, first.size_from, first.size_to) == ("knomial", 1, 2)
+    assert first.ci_low is not None and first.ci_high is not None
+    assert first.ci_low < 1 < first.ci_high  # the t interval says nothing...
+    # ...so the effect gives what each size showed, not that interval
+    assert re.fullmatch(r"2\.00–(99|100)\.\d\d × faster than default at its 2 sizes",
+                        first.effect), first.effect
+    assert "interval" not in first.effect and first.significant == 2
+    assert block.ranges[1].algorithm == "default"

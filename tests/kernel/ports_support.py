@@ -50,7 +50,7 @@ from tests.conftest import run_mpi
 PORTS_DIR = Path(__file__).resolve().parents[2] / "src" / "collbench" / "kernel" / "ports"
 LIBRARY_SOURCES = ("cbp_util.c", "cbp_topo.c", "cbp_bcast.c", "cbp_gather_scatter.c",
                    "cbp_reduce.c", "cbp_barrier.c", "cbp_decide.c", "cbp_allgather.c",
-                   "cbp_alltoall.c", "cbp_reduce_scatter.c")
+                   "cbp_alltoall.c", "cbp_reduce_scatter.c", "cbp_han.c")
 CFLAGS = ("-O2", "-Wall", "-Wextra")
 
 # Open MPI 5.0.11 coll/tuned algorithm ids the ports cover, per collective. Id 0 (the fixed
@@ -314,6 +314,28 @@ def run_driver(mpirun: Path | str, driver: Path, np: int, args: Sequence[str], w
     cmd += ["-x", "CBP_MONITOR", "-x", "CBP_FORCE_MPIT", str(driver), *args]
     env = {**os.environ, "CBP_MONITOR": str(prefix), "CBP_FORCE_MPIT": "1" if force_mpit else "0",
            # functional runs only: oversubscribed busy-polling ranks would crawl
+           "OMPI_MCA_mpi_yield_when_idle": "1"}
+    res = run_mpi(cmd, timeout=timeout, env=env)
+    cases = parse_cases(res.stdout)
+    return DriverRun(cmd, res.returncode, res.stdout, res.stderr, cases,
+                     _matrices(prefix, cases, np))
+
+
+def run_hosts_driver(mpirun: Path | str, driver: Path, hosts: str, map_by: str,
+                     ssh_config: Path, args: Sequence[str], workdir: Path, *, tag: str,
+                     timeout: float = 120) -> DriverRun:
+    """Run the driver over emulated hosts (`hosts` as mpirun's --host, e.g. "n1:2,n2:2"),
+    no algorithm forced (Open MPI's default, coll/han on several hosts), each native case
+    run once before its phase (CBP_WARMUP: han builds its sub-communicators at its first
+    call)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    prefix = workdir / tag
+    np = sum(int(h.split(":")[1]) for h in hosts.split(","))
+    cmd = [str(mpirun), "--allow-run-as-root", "-np", str(np), "--host", hosts,
+           "--map-by", map_by, "--prtemca", "plm_ssh_agent", f"ssh -F {ssh_config}",
+           "--mca", "pml_monitoring_enable", "2", "-x", "CBP_MONITOR", "-x", "CBP_WARMUP",
+           "-x", "OMPI_MCA_mpi_yield_when_idle", str(driver), *args]
+    env = {**os.environ, "CBP_MONITOR": str(prefix), "CBP_WARMUP": "1",
            "OMPI_MCA_mpi_yield_when_idle": "1"}
     res = run_mpi(cmd, timeout=timeout, env=env)
     cases = parse_cases(res.stdout)

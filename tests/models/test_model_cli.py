@@ -104,6 +104,11 @@ def test_fit_scaling_and_against(tmp_path: Path, capsys: pytest.CaptureFixture[s
     code, text, _ = run(capsys, "model", "scaling", real, "--x", "nprocs", "--forms",
                         "linear,quadratic,log,nlogn,pmnf", "--collective", "bcast")
     assert code == 0 and "best" in text.lower()
+    # how many process counts each form needs, and why
+    assert ("process counts each form needs: linear 4, log 4, nlogn 4, pmnf 4, quadratic 5 "
+            "(a form with k coefficients needs k + 2 distinct values") in text
+    # 4 process counts (2-16): every form but the quadratic, left out of every series
+    assert re.search(r"Left out for too few process counts: quadratic in \d+ series\.", text)
     code, text, _ = run(capsys, "model", "scaling", real, "--x", "size", "--format", "csv")
     assert code == 0 and text.startswith("collective,algorithm,placement,at")
     p2p = tmp_path / "m.p2p.toml"
@@ -147,7 +152,7 @@ def test_report_models_section(tmp_path: Path, capsys: pytest.CaptureFixture[str
     page = (tmp_path / "rep" / "index.html").read_text()
     assert 'id="models"' in page and "Point-to-point parameters" in page
     assert "Regressions of latency in the process count" in page
-    assert page.count("(dashed) latency per algorithm") == 6  # np 2, 4, 8: alt + caption
+    assert page.count("(dashed) latency; one scale in every panel") == 6  # alt + caption
     assert len(list((tmp_path / "rep" / "figures").glob("model_*_residuals.png"))) == 3
 
 

@@ -328,3 +328,27 @@ def test_study_stage_gets_latency_vs_process_count_per_setting(tmp_path: Path) -
     written = write_stage(decision, values, tmp_path, "stage1", "stage 1")
     assert [p.name for p in written if "scaling" in p.name] == [
         "stage1-bcast-default-scaling.png"]
+
+
+def test_a_dot_in_a_stem_never_makes_two_figures_share_a_file(tmp_path: Path) -> None:
+    """An OSU version in a slug (osu-5.9): with_suffix would cut `.9_overlap` and
+    `.9_overall` alike, and the second figure would overwrite the first."""
+    dest = Output(tmp_path, "both")
+    stem = dest.slug("nb-ibcast osu-5.9")
+    for kind in ("overlap", "overall"):
+        dest.figure(Figure, f"{stem}_{kind}", kind)
+    written = [p for job in dest.jobs for p in figures.render(job)]
+    assert len(written) == 4 and len(set(written)) == 4
+    assert all(p.exists() and "5.9_over" in p.name for p in written)
+
+
+def test_scaling_figure_shows_every_algorithm_measured(tmp_path: Path) -> None:
+    """Four algorithms asked for, at two process counts: all four are lines of the latency
+    vs process count figure, not only the baseline and the winners."""
+    algs = ("default", "binomial", "pipeline", "chain")
+    comp4 = compare(Store(make_results(tmp_path / "res", algorithms=algs)))
+    dest = Output(tmp_path / "rep", "png")
+    collectives(comp4, {("bcast", "ok"): 1}, {}, dest, Machine(64, 2))
+    job = next(j for j in dest.jobs if j.stem.name.endswith("_scaling"))
+    legend = figures.describe(job.draw())["legend"]
+    assert {a for a in algs if any(e.startswith(a) for e in legend)} == set(algs)

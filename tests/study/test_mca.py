@@ -108,3 +108,37 @@ def test_the_real_ompi_info_lists_the_classic_study_parameters() -> None:
     assert check_value(real["coll_tuned_bcast_algorithm"], "binomial", "w") == "binomial"
     # Open MPI 5 moved binding to the launcher: ompi_info has no such parameter.
     assert "hwloc_base_binding_policy" not in real
+
+
+COMPONENTS = SAMPLE + """\
+mca:btl:base:param:btl:value:
+mca:btl:base:param:btl:type:string
+mca:btl:self:version:"mca:2.1.0"
+mca:btl:sm:version:"mca:2.1.0"
+mca:btl:tcp:version:"mca:2.1.0"
+"""
+
+
+def test_component_lists_are_checked_against_the_mpis_components() -> None:
+    """`btl = ^vader` and `^sm` are one setting in Open MPI 5 (vader is sm's old name, seen
+    through its parameters' synonyms); a component the MPI lacks is refused."""
+    from collbench.study.mca import component_set
+    btl = parse_params(COMPONENTS)["btl"]
+    assert btl.components == {"self": "self", "sm": "sm", "tcp": "tcp", "vader": "sm"}
+    assert component_set(btl, "^vader") == component_set(btl, "^sm") == (True,
+                                                                          frozenset({"sm"}))
+    assert check_value(btl, "self,vader,tcp", "w") == "self,vader,tcp"
+    assert check_value(btl, "", "w") == ""  # every component
+    with pytest.raises(UserError, match=r"w: 'openib' is not a btl component of this MPI "
+                                        r"\(ompi_info\); valid: self, sm, tcp"):
+        check_value(btl, "^openib", "w")
+
+
+def test_a_study_refuses_one_component_list_under_two_names() -> None:
+    from collbench.study.spec import parse_study, resolve
+    from tests.study.test_spec import study_text
+    extra = ("\n[[study.parameters]]\nname = 'btl'\nbaseline = 'self,sm,tcp'\n"
+             "values = ['^vader', '^tcp', '^sm']\n")
+    with pytest.raises(UserError, match=r"values\[2\]: '\^sm' is the same setting as "
+                                        r"values\[0\] '\^vader'"):
+        resolve(parse_study(study_text(extra=extra), "s.toml"), parse_params(COMPONENTS), MPI)

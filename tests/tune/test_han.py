@@ -118,6 +118,38 @@ def test_tune_writes_the_han_file_where_the_default_was_hans(
         ["han", "han", "tuned", "tuned"]
 
 
+def test_a_han_setting_that_won_is_in_the_han_file_or_in_mca_settings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """han's own simple algorithm wins below 4 KiB (han's rules file can name it), binomial
+    (tuned) at 4 KiB, intra+up=adapt (han's up level: no rules file names it) at 64 KiB."""
+    fast = {"simple": (64, 1024), "binomial": (4096,), "intra+up=adapt": (65536,)}
+    launches = {}
+    for rep in range(6):
+        lid = f"l{rep}"
+        launches[lid] = [
+            row(launch_id=lid, repetition=rep, nodes=2, ppn=2, component=comp,
+                algorithm=alg, algorithm_id=aid, size_bytes=size,
+                avg_us=(10 if alg == "default" else (5 if size in fast[alg] else 20))
+                * (1 + rep / 50))
+            for alg, aid, comp in (("default", 0, "han"), ("simple", 2, "han"),
+                                   ("binomial", 6, "tuned"), ("intra+up=adapt", 1, "han"))
+            for size in (64, 1024, 4096, 65536)]
+    store = folder(tmp_path / "res", launches)
+    out = tmp_path / "rules.conf"
+    assert main(["tune", str(store.root), "-o", str(out)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    rules = han.read(tmp_path / "rules.conf.han")
+    (level,) = rules.collectives[0].levels
+    config = next(c for c in level.configs if c.size == 4)
+    assert [(r.size, r.component, r.algorithm) for r in config.rules] == [
+        (0, "han", "simple"), (4096, "tuned", None), (65536, "han", None)]
+    assert "han @simple" in said
+    assert ("intra+up=adapt@han is fastest" in said and "mpirun --mca "
+            "coll_han_use_bcast_algorithm intra --mca coll_han_bcast_up_module 1" in said), said
+    # the coll/tuned rules keep the default where han's settings won
+    assert "simple" not in out.read_text() and "intra" not in out.read_text()
+
+
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_a_han_rules_file_from_tune_fires_on_two_hosts(

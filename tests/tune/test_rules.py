@@ -195,7 +195,10 @@ def test_tune_writes_thresholds_where_the_winner_changes(
     assert reading.problems == [] and reading.rules == written.rules
     assert format_rules(reading.rules) == written.text  # exact round trip
     (bcast,) = reading.rules.collectives
-    assert [c.comm_size for c in bcast.comms] == [2, 4]
+    # the measured sets, then Open MPI's fixed decision beyond the largest measured np
+    assert [c.comm_size for c in bcast.comms] == [2, 4, 5]
+    assert [(r.size, r.alg) for r in bcast.comms[-1].rules] == [(0, 0)]
+    assert "not measured (np >= 5)" in bcast.comms[-1].comment
     assert [(r.size, r.alg) for r in bcast.comms[1].rules] == [(0, 6), (8192, 3)]
 
 
@@ -206,7 +209,8 @@ def test_gather_thresholds_count_total_bytes(bcast_store: Callable[..., Store]) 
     (gather,) = written.rules.collectives
     assert gather.coll_id == 9
     # per rank 8 KiB x 4 ranks: Open MPI counts the whole gathered buffer
-    assert [r.size for r in gather.comms[0].rules] == [0, 4 * 8192]
+    assert [c.comm_size for c in gather.comms] == [2, 4, 5]  # measured at 4 only
+    assert [r.size for r in gather.comms[1].rules] == [0, 4 * 8192]
     assert all(r.max_requests is None for r in gather.comms[0].rules)
 
 
@@ -229,7 +233,7 @@ def test_no_switch_without_a_significant_gain(bcast_store: Callable[..., Store])
     assert sel.switches() == 0
     written = build(sel, version=2, source="res")
     (bcast,) = written.rules.collectives  # measured, and Open MPI's choice kept everywhere
-    assert [[(r.size, r.alg) for r in c.rules] for c in bcast.comms] == [[(0, 0)], [(0, 0)]]
+    assert [[(r.size, r.alg) for r in c.rules] for c in bcast.comms] == [[(0, 0)]] * 3
     assert parse_rules(written.text).problems == []
 
 

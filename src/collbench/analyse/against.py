@@ -432,3 +432,56 @@ def _selection_rows(sel: Sequence[Selection]) -> list[dict[str, Any]]:
 
 def _f(v: float) -> str:
     return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+# --- the regret of a rules file's picks (tune --against) -------------------------------------
+
+@dataclass(frozen=True)
+class Regret:
+    """A's regret of running what a rules file picks: `against`'s selection penalty with
+    the file's pick in place of B's best (same cells, same definition)."""
+
+    selections: tuple[Selection, ...]
+    same_fraction: float | None
+    penalty: ErrorSummary | None
+    unmeasured: int  # cells whose pick A did not measure (no regret can be said)
+
+
+def rules_regret(a: dict[Key, float], pick: dict[tuple[str, int, str, int], str]) -> Regret:
+    """Per cell (collective, nprocs, mapping, size) of A with >= 2 forced algorithms and a
+    pick A measured: A's latency of the pick / A's best - 1. The pick is ranked first on
+    the B side, so accuracy.selections computes exactly `against`'s penalty. A pick of
+    "default" (the file keeps the MPI's own decision) is A's default point, which then
+    also competes for the best (so the regret is never negative)."""
+    by_cell: dict[tuple[str, int, str, int], list[Key]] = {}
+    for k, v in a.items():
+        if v > 0 and (k.algorithm != DEFAULT or pick.get(_config(k)) == DEFAULT):
+            by_cell.setdefault(_config(k), []).append(k)
+    paired: list[Paired] = []
+    unmeasured = 0
+    for cell, keys in by_cell.items():
+        chosen = pick.get(cell)
+        if chosen is None or sum(k.algorithm != DEFAULT for k in keys) < 2:
+            continue
+        if chosen not in {k.algorithm for k in keys}:
+            unmeasured += 1
+            continue
+        paired += [Paired(k, a[k], 1.0 if k.algorithm == chosen else 2.0) for k in keys]
+    sel = accuracy.selections(paired)
+    if not sel:
+        return Regret((), None, None, unmeasured)
+    same, penalty = accuracy.selection_summary(paired)
+    return Regret(tuple(sel), same, penalty, unmeasured)
+
+
+def regret_lines(r: Regret, a_name: str) -> list[str]:
+    if r.penalty is None or r.same_fraction is None:
+        return [f"against {a_name}: no cell with the rules' pick and another forced algorithm "
+                f"measured ({r.unmeasured} picks not measured there)"]
+    worst = max((s.penalty - 1) * 100 for s in r.selections)
+    return [f"against {a_name}: the rules pick its best algorithm at "
+            f"{r.same_fraction * 100:.1f} % of {len(r.selections)} cells; regret (its "
+            "latency of the rules' pick / its best - 1): median "
+            f"{_f(r.penalty.median_abs_pct)} %, p95 {_f(r.penalty.p95_abs_pct)} %, max "
+            f"{_f(worst)} %" + (f"; {r.unmeasured} picks it did not measure"
+                                if r.unmeasured else "")]

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from collbench import points
-from collbench.analyse import columns
+from collbench.analyse import columns, stability
 from collbench.analyse.compare import algorithm_label, block_title, compare
 from collbench.analyse.dimensions import mpi_label
 from collbench.analyse.nonblocking import SHOW_FIGURES
 from collbench.analyse.render import effect_of
+from collbench.errors import UserError
 from collbench.sizes import format_size
 from collbench.store import Store
 from collbench.tables import render
@@ -110,7 +111,29 @@ def show(store: Store, fmt: str = "table", collective: str | None = None,
             "table"))
     legend = "; ".join(f"{_name(s, f)}: {columns.STATISTICS[s]} of {f}"
                        for s, f in POOLED[:4])
-    return f"# {legend} (docs/statistics.md)\n\n" + "\n\n".join(blocks)
+    note = oversubscribed(store, rows)
+    return (f"# {legend} (docs/statistics.md)\n" + (f"# NOTE: {note}\n" if note else "")
+            + "\n" + "\n\n".join(blocks))
+
+
+def oversubscribed(store: Store, rows: Sequence[dict[str, Any]]) -> str | None:
+    """What `compare`'s oversubscription warning says, for a table of pooled rows: more
+    ranks per node than the cores provenance.json records (never for a simulation)."""
+    try:
+        cores = store.provenance().get("cores")
+        backend = store.campaign().get("backend")
+    except UserError:
+        return None
+    if not isinstance(cores, int) or cores < 1 or backend in stability.SIMULATED:
+        return None
+    per_node = [int(r["ppn"] or (r["nprocs"] // r["nodes"] if r["nodes"] else r["nprocs"]))
+                for r in rows]
+    worst = max(per_node, default=0)
+    if worst <= cores:
+        return None
+    return (f"oversubscribed: up to {worst} ranks per node on the {cores} cores recorded in "
+            f"provenance.json; their timings are noisy: compare algorithms with nprocs <= "
+            f"{cores}")
 
 
 def _blocks(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -153,6 +176,8 @@ def best(store: Store, fmt: str = "table", collective: str | None = None,
     if fmt != "table":
         return render(rows, cols, fmt)
     note = f"# {c.notice}\n" if c.notice else ""
+    note += "".join(f"# NOTE: {stability.line(w)}\n" for w in c.warnings
+                    if w.kind == "oversubscribed")
     return (f"# {columns.describe('median', c.stat)}; fastest per size against "
             f"{c.baseline_text}; significant and recommended as `collbench compare`\n"
             f"{note}\n" + render(rows, cols, "table"))

@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from itertools import groupby
 from typing import Any, Final
 
 from collbench.analyse import columns
-from collbench.analyse.compare import KEY_FIELDS, METHOD, Best, Comparison, block_title
-from collbench.analyse.render import FALLBACK, header
+from collbench.analyse.compare import (
+    KEY_FIELDS,
+    METHOD,
+    Best,
+    Comparison,
+    RatioStat,
+    WinRange,
+    block_title,
+)
+from collbench.analyse.grid import warnings
+from collbench.analyse.render import FALLBACK, text_or_markdown_table
 from collbench.analyse.smoothing import Picked, Smoothing, smooth
 from collbench.analyse.stats import geomean_ci
 from collbench.sizes import format_size
@@ -26,8 +35,8 @@ from collbench.tables import csv_table
 CONTEXT_FIELDS: Final = KEY_FIELDS[:7]
 CSV_COLUMNS: Final = (*CONTEXT_FIELDS, "size_from", "size_to", "sizes", "recommended",
                       "baseline_kept", "baseline", "geomean_ratio", "ratio_ci_low",
-                      "ratio_ci_high", "effect", "switches_before", "switches_after",
-                      "max_regret")
+                      "ratio_ci_high", "effect", "n", "significant_sizes", "switches_before",
+                      "switches_after", "max_regret")
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,8 @@ class RangeSummary:
     ci_low: float | None
     ci_high: float | None
     effect: str  # the ratio in hyperfine's words
+    n: int = 0  # fewest ok repetitions behind the recommended variant's values in the range
+    significant: int = 0  # sizes of the range where it is significantly faster (Holm)
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,7 @@ class Summary:
                     "recommended": r.algorithm, "baseline_kept": r.baseline_kept,
                     "baseline": self.comparison.baseline_text, "geomean_ratio": r.ratio,
                     "ratio_ci_low": r.ci_low, "ratio_ci_high": r.ci_high, "effect": r.effect,
+                    "n": r.n, "significant_sizes": r.significant,
                     "switches_before": sm.switches_before if sm else None,
                     "switches_after": sm.switches_after if sm else None,
                     "max_regret": sm.max_regret if sm else None})
@@ -143,43 +155,96 @@ def _ranges(c: Comparison, picked: Sequence[Picked],
         elif len(found) == 1:
             (r,) = found
             ratio, low, high = r.ratio, r.ci_low, r.ci_high
-            effect = columns.effect_text(ratio, low, high, c.baseline_text)
+            effect = columns.effect_text(ratio, low, high, c.baseline_text,
+                                         c.effect == "difference")
+        elif c.effect == "difference":  # no geometric mean of percentage points
+            effect = _per_size(c, found)
         else:
             ratio, ci = geomean_ci([r.ratio for r in found], c.confidence)
             low, high = (ci.low, ci.high) if ci else (None, None)
-            effect = (columns.effect_text(ratio, low, high, c.baseline_text)
-                      + f" (geometric mean of {len(found)} sizes)")
+            effect = _range_effect(c, found, ratio, low, high)
         out.append(RangeSummary(label, sizes[0], sizes[-1], len(sizes), kept, ratio, low,
-                                high, effect))
+                                high, effect, min(p.n for _, p, _ in run),
+                                sum(1 for r in found if r.significant)))
     return out
 
 
-def render_summary(s: Summary, fmt: str) -> str:
+def _range_effect(c: Comparison, found: Sequence[RatioStat], ratio: float,
+                  low: float | None, high: float | None) -> str:
+    """The geometric mean with its interval when that interval says something; when it
+    reaches across 1 (few sizes, ratios far apart: a t interval on 2 sizes is 12.7 standard
+    errors wide) it is no evidence either way, and the per-size ratios are given instead."""
+    if low is not None and high is not None and (high < 1 or low > 1):
+        return (columns.effect_text(ratio, low, high, c.baseline_text)
+                + f" (geometric mean of {len(found)} sizes)")
+    return _per_size(c, found)
+
+
+def _per_size(c: Comparison, found: Sequence[RatioStat]) -> str:
+    """'2.00–100.05 × faster than default at its 2 sizes' (each size's own ratio)."""
+    each = sorted(r.ratio for r in found)
+    diff = c.effect == "difference"
+    ends = [columns.effect_text(v, None, None, c.baseline_text, diff) for v in each[::-1]]
+    first, last = (ends[0].split(" ", 1), ends[-1].split(" ", 1)) if not diff else ([], [])
+    if len(first) == 2 and len(last) == 2 and first[1] == last[1]:  # the same direction
+        return f"{first[0]}–{last[0]} {first[1]} at its {len(found)} sizes"
+    return f"from {ends[-1]} to {ends[0]} at its {len(found)} sizes"
+
+
+def recommended(c: Comparison, max_regret: float = 0.05) -> Comparison:
+    """The comparison with its ranges replaced by recommended_ranges (for the report)."""
+    return replace(c, ranges=recommended_ranges(c, max_regret))
+
+
+def recommended_ranges(c: Comparison, max_regret: float = 0.05) -> tuple[WinRange, ...]:
+    """The recommendation of `compare --summary` as win ranges: what the report shows, so
+    that the report, `compare --summary` and `tune` (which smooths with the same
+    analyse/smoothing.py) name the same variant for the same folder."""
+    out = []
+    for b in summarise(c, max_regret).blocks:
+        coll, nprocs, nodes, ppn, mapping, binding, params = b.context
+        out += [WinRange(coll, nprocs, mapping, params, r.algorithm, r.size_from, r.size_to,
+                         nodes, ppn, binding, r.baseline_kept) for r in b.ranges]
+    return tuple(out)
+
+
+def render_summary(s: Summary, fmt: str, all_warnings: bool = False) -> str:
     if fmt == "json":
         return json.dumps(s.to_json(), indent=1) + "\n"
     if fmt == "csv":
         return csv_table(s.csv_rows(), CSV_COLUMNS) + "\n"
     c = s.comparison
     md = fmt == "markdown"
-    lines = header(c, md)
-    bound = (f"smoothing: {SMOOTHING}, max_regret {s.max_regret:.1%} (--max-regret 0: off)"
-             if s.max_regret > 0 else "smoothing: off (--max-regret 0)")
-    lines.append(f"- {bound}" if md else f"# {bound}")
-    lines.append("")
+    smoothed = (f"smoothed as tune smooths (at most {s.max_regret:.1%} slower per size to "
+                "switch less; --max-regret 0: off)" if s.max_regret > 0 else "not smoothed")
+    legend = [f"{c.value_name} (median over up to {c.repetitions} repetitions) against "
+              f"{c.baseline_text}, {c.confidence:.0%} confidence; recommended as `collbench "
+              f"compare` recommends per size, {smoothed}", TABLE_LEGEND]
+    if c.notice:
+        legend.append(f"NOTE: {c.notice}")
+    lines = ([f"- {x}" for x in legend] if md else [f"# {x}" for x in legend])
     for b in s.blocks:
-        parts = [f"{_span(r.size_from, r.size_to)} {r.algorithm}"
-                 + ("" if r.effect == "baseline" else f": {r.effect}") for r in b.ranges]
-        lines.append(("- " if md else "") + f"{b.title}: " + ", ".join(parts))
+        rows = [{"sizes": _span(r.size_from, r.size_to), "recommended": r.algorithm,
+                 f"effect against {c.baseline_text}": "-" if r.effect == "baseline"
+                 else r.effect, "n": r.n,
+                 "significant": "-" if r.algorithm == c.baseline
+                 else f"{r.significant}/{r.sizes}"} for r in b.ranges]
+        lines += ["", f"## {b.title}" if md else f"# {b.title}", "",
+                  text_or_markdown_table(rows, list(rows[0]), md)]
         sm = b.smoothing
         if sm is not None and (sm.removed or sm.regret):
-            regret = ", ".join(f"{format_size(size)} {r:.1%}" for size, r in sm.regret)
-            lines.append(("  - " if md else "    ") + f"smoothing: {sm.switches_before} -> "
-                         f"{sm.switches_after} switches ({sm.removed} removed); regret per "
-                         f"size: {regret or 'none'}")
-    if c.warnings:
-        lines += ["", f"{len(c.warnings)} stability warnings: `collbench compare` lists them "
-                  "with what to do"]
+            worst = max((r for _, r in sm.regret), default=0.0)
+            lines.append(("- " if md else "") + f"smoothing: {sm.switches_before} -> "
+                         f"{sm.switches_after} switches, at most {worst:.1%} slower than the "
+                         f"per-size choice at {len(sm.regret)} sizes")
+    found = warnings(c, all_warnings)
+    if found:
+        lines += ["", *found]
     return "\n".join(lines).rstrip() + "\n"
+
+
+TABLE_LEGEND: Final = ("n: fewest repetitions behind a range; significant: its sizes where "
+                       "the recommended variant is significantly faster (Holm), of all")
 
 
 def _span(a: int, b: int) -> str:

@@ -26,6 +26,8 @@ class Catalog:
     version: str
     source: str  # where the table came from (ompi_info, or a built-in table)
     algorithms: Mapping[str, tuple[Algorithm, ...]] = field(default_factory=dict)
+    # coll/han's own algorithms (Open MPI 5.0), variants of component han only
+    han: Mapping[str, tuple[Algorithm, ...]] = field(default_factory=dict)
 
     def collectives(self) -> tuple[str, ...]:
         """Every operation the kernel can measure (also those with no algorithm choice)."""

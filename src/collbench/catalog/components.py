@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from collbench.records import UNKNOWN_COMPONENT, mpi_implementation
@@ -24,6 +25,7 @@ P2P: Final = "p2p"  # point-to-point benchmarks: no coll component serves them
 SIMULATED_PORT: Final = "tuned"  # SimGrid: collbench's ports of coll/tuned's algorithms
 SIMULATED_SMPI: Final = "smpi"  # SimGrid: SMPI's own collective
 MODELLED: Final = "tuned"  # model predict: the models are of coll/tuned's algorithms
+MODELLED_HAN: Final = "han"  # model predict: "default" as han's hierarchy (5.0, >= 2 nodes)
 ENV: Final = "COLLBENCH_COMPONENT"  # tells the kernel which component the launch asked for
 PRIORITY: Final = 100  # above every component's default (self: 75)
 _NAME: Final = re.compile(r"[a-z][a-z0-9_]{0,31}")
@@ -116,6 +118,101 @@ def served_problem(collective: str, algorithm: str, requested: str | None,
         return (f"{algorithm} (coll/tuned) did not run on coll/han's sub-communicators: they "
                 f"used {subs or 'no component the probe knows'} (coll_han_{collective}"
                 "_low_module / _up_module choose them)")
+    return None
+
+
+# --- coll/han's own settings (Open MPI 5.0: ompi/mca/coll/han/coll_han_component.c,
+# coll_han_algorithms.c) ------------------------------------------------------------------
+# A han setting is a variant of component han, named in the algorithm column:
+#   NAME := HAN_ALGORITHM ["+low=" (tuned|sm)] ["+up=" (libnbc|adapt)]
+# HAN_ALGORITHM is a value of coll_han_use_<coll>_algorithm (intra, simple, reproducible);
+# low and up pick the component of han's intra-node and inter-node level (coll_han_<coll>_
+# low_module, _up_module: 0 or 1, which only han's "intra" algorithms read); the segsize
+# column is coll_han_<coll>_segsize. Labels add the component: "simple@han",
+# "intra+up=adapt@han", "intra[seg=16384]@han". A coll/tuned algorithm under han
+# ("binomial@han") is not a han setting: it runs on han's sub-communicators.
+HAN_LOW: Final = ("tuned", "sm")  # coll_han_<coll>_low_module 0, 1
+HAN_UP: Final = ("libnbc", "adapt")  # coll_han_<coll>_up_module 0, 1
+# Collectives whose "intra" algorithm runs on the low/up module's sub-communicators (the
+# others register the knobs but do not read them, 5.0.10 source), and that read a segsize.
+HAN_LEVELS: Final = frozenset({"bcast", "reduce", "allreduce", "gather", "scatter"})
+HAN_SEGMENTED: Final = frozenset({"bcast", "reduce", "allreduce"})
+
+
+@dataclass(frozen=True)
+class HanSetting:
+    algorithm: str  # coll_han_use_<coll>_algorithm
+    low: str | None = None  # HAN_LOW, None: han's default (tuned)
+    up: str | None = None  # HAN_UP, None: han's default (libnbc)
+
+    @property
+    def name(self) -> str:
+        return self.algorithm + (f"+low={self.low}" if self.low else "") + (
+            f"+up={self.up}" if self.up else "")
+
+    def mca(self, collective: str, segsize: int) -> dict[str, str]:
+        """The launch's MCA settings (han reads them once, for every communicator)."""
+        out = {f"coll_han_use_{collective}_algorithm": self.algorithm}
+        if self.low:
+            out[f"coll_han_{collective}_low_module"] = str(HAN_LOW.index(self.low))
+        if self.up:
+            out[f"coll_han_{collective}_up_module"] = str(HAN_UP.index(self.up))
+        if segsize:
+            out[f"coll_han_{collective}_segsize"] = str(segsize)
+        return out
+
+
+def parse_han_setting(name: str, collective: str, algorithms: tuple[str, ...]
+                      ) -> HanSetting | str:
+    """The han setting `name` names for `collective` (han's `algorithms` there), or why it
+    is none (a sentence naming the valid choices)."""
+    head, *mods = name.strip().lower().split("+")
+    if head not in algorithms:
+        return (f"{head!r} is not a coll/han {collective} algorithm; valid: "
+                f"{', '.join(algorithms) or 'none'}")
+    knobs: dict[str, str] = {}
+    for mod in mods:
+        key, _, value = mod.partition("=")
+        valid = {"low": HAN_LOW, "up": HAN_UP}.get(key)
+        if valid is None or key in knobs:
+            return f"{mod!r}: valid modifiers are +low=({'|'.join(HAN_LOW)}), " \
+                   f"+up=({'|'.join(HAN_UP)}), each once"
+        if value not in valid:
+            return f"{key}={value!r}: valid: {', '.join(valid)}"
+        knobs[key] = value
+    if knobs and (head != "intra" or collective not in HAN_LEVELS):
+        return (f"+low/+up choose the levels of han's intra algorithm, read for "
+                f"{', '.join(sorted(HAN_LEVELS))} only")
+    return HanSetting(head, knobs.get("low"), knobs.get("up"))
+
+
+def han_setting_of(name: str) -> HanSetting | None:
+    """The han setting a stored algorithm name says (None: a coll/tuned name or default)."""
+    head, *mods = name.split("+")
+    if head not in ("intra", "simple", "reproducible"):
+        return None
+    knobs = dict(m.partition("=")[::2] for m in mods)
+    return HanSetting(head, knobs.get("low"), knobs.get("up"))
+
+
+def han_problem(collective: str, setting: HanSetting, got: Mapping[str, Any]) -> str | None:
+    """Why a point measured under han did not run `setting` (None: nothing says so). The
+    probe's sub-components are the witness: han's "simple" algorithms call blocking
+    collectives only (no libnbc or adapt below them); +low=sm must show sm, +up=adapt
+    adapt (both seen on 2 emulated hosts at 8 B and 1 MiB)."""
+    subs = [s for s in str(got.get("sub_components") or "").split(",") if s]
+    if not subs:
+        return None  # the probe saw no sub-communicator: nothing to judge
+    knob = f"coll_han_{collective}"
+    if setting.algorithm == "simple" and {"libnbc", "adapt"} & set(subs):
+        return (f"coll/han ran {collective} with a non-blocking level ({','.join(subs)}), "
+                f"not its simple algorithm ({knob.replace('han_', 'han_use_')}_algorithm "
+                "did not take effect)")
+    for level, want in (("low", setting.low), ("up", setting.up)):
+        if want and want not in subs:
+            return (f"coll/han's {level} level did not use coll/{want}: its sub-"
+                    f"communicators used {','.join(subs)} ({knob}_{level}_module did not "
+                    "take effect)")
     return None
 
 

@@ -13,7 +13,8 @@ def load_catalog(mpi: MpiInstall) -> Catalog:
         # both read the one ompi_info listing (catalog/ompi_info.py)
         (algs, source), (nbc, nbc_source) = (openmpi.query(mpi.info_tool),
                                              openmpi.query_libnbc(mpi.info_tool))
-        return Catalog("openmpi", mpi.version, f"{source}; {nbc_source}", {**algs, **nbc})
+        return Catalog("openmpi", mpi.version, f"{source}; {nbc_source}", {**algs, **nbc},
+                       openmpi.query_han(mpi.info_tool, mpi.version))
     if mpi.implementation == "mpich":
         return Catalog("mpich", mpi.version, "built-in table for MPICH 4.x/5.0", mpich.table())
     if mpi.implementation == "impi" and mpi.info_tool is not None:

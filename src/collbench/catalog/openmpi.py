@@ -140,3 +140,57 @@ def query_libnbc(ompi_info: Path) -> tuple[dict[str, tuple[Algorithm, ...]], str
     if parsed:
         return parsed, " ".join(run.argv)
     return libnbc_fallback(), "built-in libnbc table for Open MPI 5.0"
+
+
+# --- coll/han's own algorithms (Open MPI 5.0: coll_han_use_<coll>_algorithm) --------------
+# Open MPI 5.0.11 (`ompi_info --param coll han --level 9`), used when ompi_info fails; 4.1
+# has no such parameter (han's levels only: coll_han_<coll>_low_module, _up_module).
+HAN_FALLBACK_5_0: Final[dict[str, tuple[str, ...]]] = {
+    "allgather": ("intra", "simple"), "allreduce": ("intra", "simple", "reproducible"),
+    "barrier": ("simple",), "bcast": ("intra", "simple"), "gather": ("intra", "simple"),
+    "reduce": ("intra", "simple", "reproducible"), "scatter": ("intra", "simple"),
+}
+_HAN_ENUM = re.compile(r"^mca:coll:han:param:coll_han_use_(\w+?)_algorithm"
+                       r":enumerator:value:(\d+):(\S+)$")
+
+
+def han_mca(collective: str) -> str:
+    """The MCA parameter choosing coll/han's algorithm (read once, at MPI_Init)."""
+    return f"coll_han_use_{collective}_algorithm"
+
+
+def parse_han(text: str) -> dict[str, tuple[Algorithm, ...]]:
+    """coll/han's algorithms per collective (not its default, id 0), from an `ompi_info
+    --param coll han --level 9 --parsable` listing. Set for the whole launch (MPI_T cannot
+    reach han's component variables once han has set up a communicator); the segment
+    size where han reads one (coll_han_<coll>_segsize: bcast, reduce, allreduce)."""
+    from collbench.catalog.components import HAN_SEGMENTED
+
+    names: dict[str, dict[int, str]] = {}
+    for line in text.splitlines():
+        if m := _HAN_ENUM.match(line.strip()):
+            coll, ident, name = m.group(1), int(m.group(2)), m.group(3)
+            if ident > 0:
+                names.setdefault(coll, {})[ident] = name
+    return {coll: tuple(Algorithm(coll, name, ident, False,
+                                  coll in HAN_SEGMENTED and name == "intra")
+                        for ident, name in sorted(ids.items()))
+            for coll, ids in sorted(names.items())}
+
+
+def han_fallback() -> dict[str, tuple[Algorithm, ...]]:
+    from collbench.catalog.components import HAN_SEGMENTED
+
+    return {coll: tuple(Algorithm(coll, n, i + 1, False, coll in HAN_SEGMENTED and n == "intra")
+                        for i, n in enumerate(names))
+            for coll, names in HAN_FALLBACK_5_0.items()}
+
+
+def query_han(ompi_info: Path, version: str) -> dict[str, tuple[Algorithm, ...]]:
+    """coll/han's algorithms of this Open MPI: ompi_info's, the 5.0 table when it cannot
+    say, none before 5.0 (4.1's han has no algorithm choice)."""
+    parsed = parse_han(listing(ompi_info).text)
+    if parsed:
+        return parsed
+    return han_fallback() if version.split(".")[0].isdigit() and \
+        int(version.split(".")[0]) >= 5 else {}

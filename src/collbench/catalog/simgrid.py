@@ -380,6 +380,24 @@ def default_decisions(version: str, collective: str, nprocs: int,
     return d.algorithm_id, fanout, name
 
 
+# coll/han 5.0's default hierarchies ported (kernel/ports/cbp_han.c, proven message for
+# message on two hosts by tests/kernel/test_ports_han.py) and han's name for each. han's
+# gather, scatter, allgather and barrier are not ported: their default points run
+# coll/tuned's fixed decision on the whole communicator, and their rows say "tuned".
+HAN_PORTS: Final = {"bcast": "intra", "reduce": "intra", "allreduce": "intra"}
+
+
+def han_lines(version: str, collectives: list[str], nodes: int, divisor: int,
+              modulus: int) -> list[str]:
+    """The ports table's `han` lines: a simulated Open MPI 5.0 whose ranks span `nodes` >= 2
+    nodes runs coll/han (priority 35 over tuned's 30; 4.1 ships it at 0) for the default
+    points of its ported collectives; rank r is on node (r // divisor) % modulus."""
+    if ompi_decisions.series(version) != "5.0" or nodes < 2:
+        return []
+    return [f"han {c} {divisor} {modulus} {HAN_PORTS[c]}"
+            for c in dict.fromkeys(collectives) if c in HAN_PORTS]
+
+
 def has_port(collective: str) -> bool:
     """Whether the SimGrid kernel runs this (blocking) collective through the ports."""
     return collective in ompi_decisions.ALGORITHMS or collective in COLL_BASIC

@@ -10,6 +10,7 @@ import argparse
 from collbench.catalog import components, mpich
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.catalog.load import load_catalog
+from collbench.catalog.mpi import MpiInstall
 from collbench.catalog.ompi_info import listing
 from collbench.catalog.simgrid import mapping_rows, simgrid_catalog
 from collbench.commands import options
@@ -94,7 +95,7 @@ def _components(args: argparse.Namespace) -> int:
                         f"{mpi.implementation}; valid: an Open MPI (--mpi PREFIX)")
     name = _collectives(args.collective)[0] if args.collective else None
     run = listing(mpi.info_tool)
-    rows = components.knobs(run.text, name)
+    rows = components.knobs(run.text, name) + (_han_variants(mpi, name) if name else [])
     if not rows:
         raise UserError(f"--components: {mpi.info_tool} listed no coll component "
                         f"({run.error or 'no mca:coll lines'}); valid: a working ompi_info")
@@ -103,6 +104,26 @@ def _components(args: argparse.Namespace) -> int:
     table = render(rows, ["component", "knob", "value", "help"], args.format)
     options.emit(args, f"{head}\n{table}" if args.format == "table" else table)
     return 0
+
+
+def _han_variants(mpi: MpiInstall, collective: str) -> list[dict[str, str]]:
+    """coll/han's settings of `collective` as [measure] algorithms names them (variants of
+    component han), each with the MCA settings its launches get."""
+    han = load_catalog(mpi).han.get(collective, ())
+    names = [a.name for a in han]
+    if "intra" in names and collective in components.HAN_LEVELS:
+        names += [f"intra+low={components.HAN_LOW[1]}", f"intra+up={components.HAN_UP[1]}"]
+    rows = []
+    for n in names:
+        setting = components.parse_han_setting(n, collective, tuple(a.name for a in han))
+        assert not isinstance(setting, str)
+        rows.append({"component": "han", "knob": f"variant {n}@han",
+                     "value": " ".join(f"{k}={v}" for k, v in setting.mca(collective, 0).items()),
+                     "help": f'algorithms = ["{n}"] with components = ["han"]'
+                             + ("; segsize: coll_han_" + collective + "_segsize"
+                                if n == "intra" and collective in components.HAN_SEGMENTED
+                                else "")})
+    return rows
 
 
 def _layout(implementation: str, name: str) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from collbench.analyse import stability
 from collbench.analyse.compare import Comparison, compare
@@ -59,20 +60,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "or a .p2p.toml model: error of B against RESULTS per point and "
                         "algorithm, same best algorithm per size, selection penalty, "
                         "crossovers (docs/models.md)")
+    s.add_argument("--explain", action="store_true",
+                   help="with --against FILE.p2p.toml: per algorithm and size regime, the "
+                        "messages and bytes per level on the critical path and the term that "
+                        "dominates, predicted from the schedules (docs/models.md)")
     s.add_argument("--network", choices=("mpi", "smpi", "serial"), default="mpi",
                    help="with --against FILE.p2p.toml: how messages share time, as `model "
                         "predict --network` (default: %(default)s)")
-    s.add_argument("-o", "--output", type=Path, metavar="DIR",
-                   help="with --against: write overlay and residual figures (PNG) and the "
-                        "tables to DIR")
+    s.add_argument("-o", "--output", type=Path, metavar="FILE|DIR",
+                   help="write the output to FILE (complete or absent) instead of printing "
+                        "it; with --against, a folder DIR for the overlay and residual "
+                        "figures (PNG) and the tables")
     s.set_defaults(func=cmd_compare)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.against is not None:
         return _against(args)
-    if args.output is not None:
-        raise UserError("compare: -o DIR goes with --against B; valid: add --against")
     if not 0 <= args.max_regret < 1:  # also refuses nan
         raise UserError(f"compare: --max-regret {args.max_regret:g} is not valid; valid: a "
                         "fraction from 0 (no smoothing) to below 1, such as 0.05")
@@ -82,10 +86,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.summary:
         from collbench.analyse.summary import render_summary, summarise
 
-        sys.stdout.write(render_summary(summarise(result, args.max_regret), args.format))
-        _stderr_notes(result, args.format, args.all_warnings)
-        return 0
-    sys.stdout.write(render(result, args.format, args.all_warnings))
+        text = render_summary(summarise(result, args.max_regret), args.format,
+                              args.all_warnings)
+    else:
+        text = render(result, args.format, args.all_warnings)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:  # as every command that prints a table writes it with -o FILE
+        options.emit(argparse.Namespace(table_output=args.output), text)
     _stderr_notes(result, args.format, args.all_warnings)
     return 0
 
@@ -100,6 +108,18 @@ def _stderr_notes(result: Comparison, fmt: str, all_warnings: bool = False) -> N
             print(f"collbench: warning: {stability.line(w)}", file=sys.stderr)
         if more:
             print(f"collbench: {more}", file=sys.stderr)
+
+
+def _explain(args: argparse.Namespace, a: Store, a_points: Any) -> None:
+    from collbench.models.p2pfile import read_p2p
+    from collbench.report import explain
+
+    if not args.against.is_file():
+        raise UserError(f"--explain: {args.against} is a folder; valid: --against "
+                        "FILE.p2p.toml (the schedules are costed with a p2p model)")
+    model = read_p2p(args.against, required_levels=())
+    whys, notes = explain.explain_store(a, model, a_points, args.stat, args.collective)
+    sys.stdout.write("\n" + explain.render(whys, notes, args.format == "markdown"))
 
 
 def _against(args: argparse.Namespace) -> int:
@@ -124,6 +144,8 @@ def _against(args: argparse.Namespace) -> int:
     result = against(a_points, b_points, str(args.results), str(args.against), args.stat,
                      notes)
     sys.stdout.write(render(result, args.format))
+    if args.explain:
+        _explain(args, a, a_points)
     if args.output is not None:
         from collbench.report.models import write_against
 

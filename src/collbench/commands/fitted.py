@@ -151,7 +151,7 @@ SCALING_COLUMNS: Final = ("collective", "algorithm", "placement", "at", "points"
 
 def cmd_scaling(args: argparse.Namespace) -> int:
     from collbench.analyse.modeldata import collective_rows
-    from collbench.models.scaling import choose, fit_scaling
+    from collbench.models.scaling import choose, fit_scaling, points_needed
     from collbench.store import Store
 
     forms = words(args.forms)
@@ -159,6 +159,7 @@ def cmd_scaling(args: argparse.Namespace) -> int:
         if form not in FORMS:
             raise choice_error("model scaling", "--forms", form, FORMS)
     wanted = {FORMS[f] for f in forms}
+    what = "process counts" if args.x == "nprocs" else "sizes"
     rows = collective_rows(Store(args.results), args.stat, args.collective)
     if args.algorithm:
         rows = [r for r in rows if r.label == args.algorithm]
@@ -169,8 +170,12 @@ def cmd_scaling(args: argparse.Namespace) -> int:
         groups.setdefault((r.collective, r.label, r.mapping_label, fixed), {})[x] = r.value_us
     out: list[dict[str, Any]] = []
     skipped = 0
+    short: dict[str, int] = {}  # form -> series with too few points for it
     for (coll, label, placement, fixed), series in sorted(groups.items()):
         xs = sorted(x for x in series if x >= 1)
+        for form in wanted:
+            if len(xs) < points_needed(form):
+                short[form] = short.get(form, 0) + 1
         if len(xs) < 3:
             skipped += 1
             continue
@@ -200,7 +205,19 @@ def cmd_scaling(args: argparse.Namespace) -> int:
         print(f"\n{len({(r['collective'], r['algorithm'], r['placement'], r['at']) for r in out})}"
               f" series; {skipped} with fewer than 3 points left out. Best: lowest AICc, the "
               "simplest form within 2 of it preferred (docs/models.md).")
+        print(_needs(sorted(wanted), short, what))
     return 0
+
+
+def _needs(forms: Sequence[str], short: dict[str, int], what: str) -> str:
+    """How many distinct x values each asked form needs, why, and where it was left out."""
+    from collbench.models.scaling import NEEDS_WHY, points_needed
+
+    shown = {"plogp": "nlogn"}
+    needs = ", ".join(f"{shown.get(f, f)} {points_needed(f)}" for f in forms)
+    line = f"{what} each form needs: {needs} ({NEEDS_WHY})."
+    left = [f"{shown.get(f, f)} in {n} series" for f, n in sorted(short.items())]
+    return line + (f" Left out for too few {what}: {', '.join(left)}." if left else "")
 
 
 # --- jacobi ---------------------------------------------------------------------------------

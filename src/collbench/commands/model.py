@@ -62,8 +62,9 @@ def add_parser(sub: options.Subparsers) -> None:
                                     "coll/tuned code sends) with the p2p model at each hop's "
                                     "level. Rows are stored with source = model, so show, "
                                     "compare, tune and report work on them; 'default' is "
-                                    "predicted as the algorithm Open MPI 5.0's fixed "
-                                    "decision rules pick.")
+                                    "predicted as what --openmpi's series runs: coll/tuned's "
+                                    "fixed decision, or (5.0 on 2 or more nodes) coll/han's "
+                                    "hierarchy, in rows of component han.")
     s.add_argument("p2p", type=Path, help=".p2p.toml file")
     s.add_argument("--collective", required=True, help="one or a comma list, e.g. bcast,gather")
     s.add_argument("--algorithms", default="all", help="'all' or a comma list "
@@ -77,6 +78,10 @@ def add_parser(sub: options.Subparsers) -> None:
                                                     "(default: %(default)s)")
     s.add_argument("--sizes", default="1:1M", help="bytes per rank: '1:1M', '4K', '1,64,8K' "
                                                    "(default: %(default)s)")
+    s.add_argument("--openmpi", default="5.0", metavar="SERIES",
+                   help="the Open MPI series whose 'default' is predicted: 4.1 (coll/tuned "
+                        "everywhere) or 5.0 (coll/han on 2 or more nodes) "
+                        "(default: %(default)s)")
     _add_shape(s)
     add_network(s)
     s.add_argument("-o", "--output", type=Path, required=True, help="results folder to create")
@@ -236,6 +241,7 @@ def show_p2p(model: Any, where: str, fmt: str = "table") -> str:
 # --- predict -------------------------------------------------------------------------------
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from collbench.catalog.ompi_decisions import series
     from collbench.models.p2pfile import read_p2p
     from collbench.models.predict import Request, Shape, launches, resolve_algorithms
     from collbench.sizes import parse_sizes
@@ -246,8 +252,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         resolve_algorithms(c, args.algorithms)  # checks names before anything is costed
     shape = Shape(args.sockets or 2, args.cores_per_socket)
     sizes = tuple(parse_sizes(words(args.sizes), "--sizes"))  # type: ignore[arg-type]
+    version = series(args.openmpi)  # one line naming the valid series
     requests = [Request(tuple(collectives), tuple(args.nprocs), args.ppn, args.nodes, m,
-                        sizes, args.algorithms, shape, args.network)
+                        sizes, args.algorithms, shape, args.network, version)
                 for m in words(args.map_by)]
     model = read_p2p(args.p2p, required_levels=_levels(requests))
     name = args.output.resolve().name
@@ -261,7 +268,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise UserError("model predict: nothing to predict; " + "; ".join(notes[:3]))
     store = write_predictions(args.output, runs, {
         "p2p_file": str(args.p2p.resolve()), "p2p_source": dict(model.source),
-        "network": args.network,
+        "network": args.network, "ompi_version": version,
         "shape": {"sockets": shape.sockets, "cores_per_socket": shape.cores_per_socket}})
     for n in dict.fromkeys(notes):
         print(f"note: {n}")

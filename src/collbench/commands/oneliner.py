@@ -19,13 +19,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from collbench.campaign import SpecSource
+from collbench.campaign import Prepared, SpecSource
 from collbench.commands import options
 from collbench.errors import UserError
 from collbench.spec import Spec, spec_from_dict
 from collbench.store import Store
 
 ORIGIN: Final = "command line"
+CONFIDENCE: Final = 0.95  # the quick look's, as compare's default
+MAX_REPETITIONS: Final = 64  # more would not make a difference testable that 64 cannot
 # Spec key → the option that sets it, so a validation message names what the user typed.
 OPTION_OF: Final = {
     "campaign.name": "--name",
@@ -194,3 +196,76 @@ def _value(value: object) -> str:
     # A JSON string is a TOML basic string once DEL is escaped too; control characters
     # are escaped, so nothing the user typed can end a line of the file.
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+# --- the quick look: `run -c bcast -n 2` without -o, and the table it prints -------------
+def add_quicklook(p: argparse.ArgumentParser) -> None:
+    """`run`'s options for the table a campaign given as options prints."""
+    from collbench.points import STATS
+
+    g = p.add_argument_group("the table printed after a campaign given as options")
+    g.add_argument("--stat", choices=tuple(STATS), default="avg", metavar="NAME",
+                   help=f"the figure in the table ({', '.join(STATS)}, as compare --stat; "
+                        "default: %(default)s)")
+    g.add_argument("-f", "--full", action="store_true",
+                   help="also the tables of the fastest and slowest rank (min, max; OSU's "
+                        "-f)")
+
+
+def quick(args: argparse.Namespace) -> bool:
+    """A campaign given as options (not a file, not a folder's own spec)."""
+    return getattr(args, "spec", None) is None and bool(given(args))
+
+
+def throwaway_folder() -> Path:
+    """A new folder under the temporary directory for a run without -o, said on stderr."""
+    import sys
+    import tempfile
+
+    out = Path(tempfile.mkdtemp(prefix="collbench-")) / "quick"
+    print(f"collbench: measuring into {out} (a throw-away folder; -o DIR keeps the results "
+          "where you choose)", file=sys.stderr)
+    return out
+
+
+def repetitions_needed(prepared: Prepared) -> int:
+    """The fewest launches with which the most variants compared at one size can show a
+    significant difference (stability.repetitions_needed's rule, from the plan); 1 for a
+    simulation, which repeats to the last digit."""
+    from collbench.analyse.stability import MIN_REPETITIONS, SIMULATED
+    from collbench.analyse.stats import min_p_value
+
+    if prepared.backend.name in SIMULATED:  # as compare reads its rows: exact
+        return 1
+    variants: dict[tuple[object, ...], set[tuple[object, ...]]] = {}
+    for la in prepared.plan.launches:
+        for pt in la.points:
+            key = (la.launch_id, pt.collective, pt.size_bytes, pt.test_calls, pt.compute)
+            variants.setdefault(key, set()).add((pt.algorithm, pt.algorithm_id, pt.segsize,
+                                                 pt.fanout))
+    family = max([1] + [len(v) - 1 for v in variants.values()])
+    alpha = 1 - CONFIDENCE
+    return max(MIN_REPETITIONS,
+               next(n for n in range(2, MAX_REPETITIONS) if family * min_p_value(n, n) < alpha))
+
+
+def print_table(args: argparse.Namespace) -> None:
+    """The size × algorithm table of the folder just measured; a figure it lacks is a note,
+    not a failed run (the results stay stored)."""
+    import sys
+
+    from collbench.analyse.compare import compare
+    from collbench.analyse.grid import grid, warnings
+
+    stats = [args.stat] + ([s for s in ("min", "max") if s != args.stat] if args.full else [])
+    try:
+        comparisons = [compare(Store(args.output), stat=s, confidence=CONFIDENCE)
+                       for s in stats]
+    except UserError as e:
+        print(f"collbench: no table: {e}", file=sys.stderr)
+        return
+    print("\n".join(grid(c) for c in comparisons), end="")
+    lines = warnings(comparisons[0])
+    if lines:
+        print("\n" + "\n".join(lines).replace(
+            "--all shows", f"`collbench compare {args.output} --all` shows"))

@@ -98,17 +98,24 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                        else pingpong_medians(args.results))
     overheads = _p2p_overheads(args.overheads or (args.results if args.results.is_file()
                                                   else None), notes, explicit=args.overheads)
+    per_size: dict[str, list[tuple[int, float, float]]] = {}
     if args.overhead_share:
         if args.overheads is not None or args.collectives is not None:
             raise UserError("--overhead-share: not with --overheads or --collectives; valid: "
                             "one source of per-message overheads")
         from collbench.platforms.calibrate import shared_overheads
 
-        overheads = shared_overheads(measured, _shares(args.overhead_share),
-                                     "--overhead-share")
-        notes.append("per-message overheads (o_s, o_r) as a share of each level's smallest "
-                     "ping-pong: " + ", ".join(f"{lv} {s:.3g}/{r:.3g} µs"
-                                              for lv, (s, r) in overheads.items()))
+        per_size = shared_overheads(measured, _shares(args.overhead_share),
+                                    "--overhead-share", args.sender_share, args.eager_limit)
+        notes.append("per-message overheads (o_s/o_r) as a share of each level's ping-pong "
+                     f"up to {args.eager_limit} B, the smallest's above: " + ", ".join(
+                         f"{lv} {rows[0][1]:.3g}/{rows[0][2]:.3g} µs at {min(measured[lv])} B"
+                         + (f", {rows[-2][1]:.3g}/{rows[-2][2]:.3g} µs at {rows[-2][0]} B"
+                            if len(rows) > 1 else "")
+                         for lv, rows in per_size.items()))
+    elif args.sender_share != 0.5 or args.eager_limit != 4096:
+        raise UserError("--sender-share/--eager-limit: only with --overhead-share; valid: "
+                        "add --overhead-share LEVEL=SHARE")
     if args.base is None:
         name = args.name or args.out.stem
         base = parse_cluster(new_template(Shape(name)), "template")
@@ -123,7 +130,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                              f"{base.name}"})
     # every simulation is a campaign, kept under --simulations DIR (or a temporary folder)
     with results_folder.root(args, "collbench-calibrate-") as root:
-        result, table = _calibrated(args, measured, base, overheads, root)
+        result, table = _calibrated(args, measured, base, overheads, root, per_size)
     if table:
         print(table)
     header = (f"# {result.cluster.name}: calibrated by `collbench platform calibrate` from "
@@ -151,7 +158,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _calibrated(args: argparse.Namespace, measured: dict[str, dict[int, float]],
                 base: Cluster, overheads: dict[str, tuple[float, float]],
-                root: Path) -> tuple[Calibration, str]:
+                root: Path, per_size: dict[str, list[tuple[int, float, float]]]
+                ) -> tuple[Calibration, str]:
     """The calibration, and with --collectives the table of the candidates tried."""
     from collbench.catalog.mpi import find_mpi
     from collbench.commands.simulated_pingpong import Simulations
@@ -160,7 +168,7 @@ def _calibrated(args: argparse.Namespace, measured: dict[str, dict[int, float]],
     mpi = find_mpi()  # whose algorithm names the simulation's catalogue takes
     if args.collectives is None:
         return calibrate(measured, base, Simulations(root, mpi, args.resume),
-                         str(args.results), overheads), ""
+                         str(args.results), overheads, per_size), ""
     from collbench.commands import calibrate_collectives as fit
 
     result, trials, best = fit.fit(
@@ -277,9 +285,17 @@ def add_parser(sub: options.Subparsers) -> None:
                         "overheads (o_s, o_r) are charged per message in the simulation "
                         "(default: those of RESULTS when it is such a file)")
     s.add_argument("--overhead-share", action="append", default=[], metavar="LEVEL=SHARE",
-                   help="charge this share (0-0.9) of LEVEL's smallest ping-pong as CPU time "
-                        "per message, half to the sender and half to the receiver (shared "
-                        "memory: the CPUs do the whole transfer); repeatable")
+                   help="charge this share (0-0.9) of LEVEL's ping-pong time as CPU time per "
+                        "message, per size up to --eager-limit and the smallest size's "
+                        "above (shared memory: the CPUs do the whole transfer); repeatable")
+    s.add_argument("--sender-share", type=options.fraction, default=0.5, metavar="F",
+                   help="with --overhead-share: the sender's part of each message's "
+                        "overheads, the receiver's being 1-F (default: 0.5)")
+    s.add_argument("--eager-limit", type=options.count(0, 1 << 30), default=4096,
+                   metavar="BYTES",
+                   help="with --overhead-share: the largest message the overheads grow "
+                        "with (Open MPI's shared-memory eager limit, btl_sm/vader_eager_limit;"
+                        " default: 4096)")
     s.add_argument("--collectives", type=Path, metavar="RESULTS",
                    help="a results folder of collectives measured on the machine: the "
                         "per-message overheads are chosen so that simulating them comes "

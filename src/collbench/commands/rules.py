@@ -31,6 +31,9 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="the file is a coll/han dynamic rules file (Open MPI 5.0's "
                         "coll_han_dynamic_rules_filename, as `tune` writes beside the tuned "
                         "one): read it as coll/han does and list its rules")
+    c.add_argument("--impi", action="store_true",
+                   help="the file is an Intel MPI JSON tuning file (I_MPI_TUNING): read it "
+                        "as Intel MPI does and check the preset ids against --mpi's")
     options.add_mpi(c)
     options.add_table_output(c)
     c.set_defaults(func=cmd_check)
@@ -63,6 +66,10 @@ def add_parser(sub: options.Subparsers) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.impi:
+        from collbench.commands.impi_tuning import cmd_check as impi_check
+
+        return impi_check(args)
     if args.han:
         from collbench.tune import han
 

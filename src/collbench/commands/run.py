@@ -36,7 +36,8 @@ def add_parser(sub: options.Subparsers) -> None:
     s = sub.add_parser("run", help="run a campaign into a results folder")
     s.add_argument("spec", type=Path, nargs="?",
                    help="spec file (or the options below; with --resume alone, the folder's)")
-    options.add_output(s, "results folder (required unless --dry-run)")
+    options.add_output(s, "results folder (a campaign given as options without -o: a "
+                          "throw-away folder, its path printed)")
     s.add_argument("--resume", action="store_true", help="skip launches already stored")
     s.add_argument("--dry-run", action="store_true",
                    help="print what would run (batch scripts, command lines); run nothing")
@@ -48,10 +49,19 @@ def add_parser(sub: options.Subparsers) -> None:
     options.add_kernel_debug(s)
     options.add_mpi(s)
     oneliner.add_options(s)
+    oneliner.add_quicklook(s)
     s.set_defaults(func=cmd_run)
 
 
 def _prepared(args: argparse.Namespace) -> Prepared:
+    if oneliner.quick(args) and args.repetitions is None:
+        # planned once to count the variants ("all" is known only then), then again with
+        # enough launches for the comparison to test them
+        args.repetitions = oneliner.repetitions_needed(_plan_once(args))
+    return _plan_once(args)
+
+
+def _plan_once(args: argparse.Namespace) -> Prepared:
     source = oneliner.source(args)
     out = getattr(args, "output", None) or Path("results") / source.spec.campaign.name
     with oneliner.options_named():
@@ -61,7 +71,8 @@ def _prepared(args: argparse.Namespace) -> Prepared:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     if args.format == "toml":  # the spec as a file would hold it: a start for your own
-        options.emit(args, oneliner.source(args).text.rstrip("\n"))
+        source = _prepared(args).source if oneliner.quick(args) else oneliner.source(args)
+        options.emit(args, source.text.rstrip("\n"))
         return 0
     prepared = _prepared(args)
     plan, mpi = prepared.plan, prepared.mpi
@@ -116,8 +127,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         # as comments: what a dry run prints stays a script (sbatch, sh) when kept in a file
         sys.stdout.write("".join(f"# {line}\n" for line in skipped(prepared.plan)))
         return 0
-    if args.output is None:
-        raise UserError("collbench run: -o/--output is required (except with --dry-run)")
+    quick = oneliner.quick(args)
+    if args.output is None and not quick:
+        raise UserError("collbench run: -o/--output is required with a spec file "
+                        "(except with --dry-run)")
+    if quick and args.repetitions is None:  # the same number again on --resume
+        args.repetitions = oneliner.repetitions_needed(_plan_once(args))
+        print(f"collbench: {args.repetitions} repetitions (launches), the fewest that let "
+              "the table test significance; --repetitions 1 for a first look",
+              file=sys.stderr)
+    if args.output is None:  # only once the options are known to be good
+        args.output = oneliner.throwaway_folder()
     with oneliner.options_named():
         camp = open_campaign(oneliner.source(args), options.mpi(args),
                              Request(args.output, resume=args.resume,
@@ -127,7 +147,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if line:
         print(line, file=sys.stderr)
     summary = camp.run(debug=options.debug(args))
-    return report(summary, args.output)
+    status = report(summary, args.output)
+    if quick and status != 130 and summary.points.get("ok"):
+        oneliner.print_table(args)
+    return status
 
 
 def report(summary: Summary, output: Path) -> int:

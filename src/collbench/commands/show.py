@@ -24,9 +24,9 @@ def add_parser(sub: options.Subparsers) -> None:
     s.add_argument("--best", action="store_true",
                    help="fastest algorithm per size, its effect against the baseline and "
                         "what `collbench compare` recommends (same significance)")
-    s.add_argument("--stat", default="avg", metavar="NAME",
+    s.add_argument("--stat", metavar="NAME",
                    help=f"with --best: the figure compared ({', '.join(COMPARE_STATS)}, as "
-                        "compare --stat; default: %(default)s)")
+                        "compare --stat; default: avg)")
     s.add_argument("--baseline", default="default", metavar="[COLUMN=]VALUE",
                    help="with --best: the baseline, as compare --baseline "
                         "(default: %(default)s)")
@@ -39,12 +39,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     store = Store(args.results)
     if args.collective is not None:
         _known_collective(store, args.collective)
+    if args.stat is not None and not args.best:  # it would be ignored: say so
+        raise UserError(f"show: --stat {args.stat} goes with --best (the table shows every "
+                        "pooled figure); valid: add --best, or leave --stat out")
     if args.best:
         if args.algorithm is not None:
             raise UserError("show: --algorithm does not go with --best (which compares every "
                             "algorithm); valid: --collective, --nprocs, --stat, --baseline")
-        options.emit(args, best(store, args.format, args.collective, args.nprocs, args.stat,
-                                args.baseline))
+        options.emit(args, best(store, args.format, args.collective, args.nprocs,
+                                args.stat or "avg", args.baseline))
     else:
         options.emit(args, show(store, args.format, args.collective, args.algorithm,
                                 args.nprocs))

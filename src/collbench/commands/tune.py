@@ -115,6 +115,8 @@ def add_parser(sub: options.Subparsers) -> None:
     b.add_argument("-o", "--output", type=Path, required=True, help="file to write")
     b.add_argument("--mpich", action="store_true",
                    help="write an MPICH csel JSON file instead of an Open MPI rules file")
+    b.add_argument("--impi", action="store_true",
+                   help="write an Intel MPI JSON tuning file (I_MPI_TUNING) instead")
     b.add_argument("--no-significance", action="store_true",
                    help="take the fastest algorithm per size without testing it against the "
                         "default (needed with a single repetition; not recommended)")
@@ -142,6 +144,13 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="Open MPI file format: 2 = rule-file-version-2 with max-requests "
                         "(Open MPI >= 4.1.8 / 5.0.7), 1 = classic (default: auto, from the "
                         "measured version)")
+    b.add_argument("--extrapolate", action="store_true",
+                   help="let the rules of the smallest and largest measured process counts "
+                        "serve every smaller and larger communicator (default: Open MPI's "
+                        "fixed decision outside the measured range)")
+    b.add_argument("--against", type=Path, metavar="REAL",
+                   help="a real (measured or ingested) folder: report the regret of the "
+                        "written rules' picks there (docs/tuning.md)")
     options.add_mpi(b)
     options.add_verbosity(b)
     b.set_defaults(func=cmd_build)
@@ -173,6 +182,9 @@ def add_parser(sub: options.Subparsers) -> None:
     v.add_argument("--han", type=Path, metavar="FILE",
                    help="coll/han's rules file written beside RULES (RULES.han): the tuned "
                         "arm activates both (Open MPI 5.0 on several nodes)")
+    v.add_argument("--impi", action="store_true",
+                   help="RULES is an Intel MPI JSON tuning file (tune --impi): the tuned arm "
+                        "sets I_MPI_TUNING (one node; --mpi impi==VERSION)")
     add_placement(v)
     options.add_mpi(v)
     options.add_verbosity(v)
@@ -226,6 +238,9 @@ def _add_model_options(t: argparse.ArgumentParser) -> None:
     g.add_argument("--rules-version", dest="model_rules_version", choices=("auto", "1", "2"),
                    metavar="{auto,1,2}",
                    default="2", help="rule-file-version-2 (default) or the classic format")
+    g.add_argument("--extrapolate", dest="model_extrapolate", action="store_true",
+                   help="let the rules of the smallest and largest --nprocs serve every "
+                        "smaller and larger communicator")
     t.set_defaults(func=cmd_model)
 
 
@@ -259,9 +274,12 @@ def cmd_model(args: argparse.Namespace) -> int:
         selection, store = predicted_selection(model, req, folder, str(args.model))
         version = writer.choose_version("5.0.7", args.model_rules_version)
         written = writer.build(selection, version=version, source=str(args.model),
-                               path=args.model_output)
+                               path=args.model_output,
+                               predicted=f"predicted by the p2p model {args.model}",
+                               extrapolate=args.model_extrapolate)
         _write(args.model_output, written.text)
         _summary(selection, written.notes)
+        print(f"note: {writer.reach_note(selection, args.model_extrapolate, True)}")
         print(f"wrote {args.model_output} ({'rule-file-version-2' if version else 'classic'}"
               f", {len(written.rules.collectives)} collectives) from predictions; activate "
               "it as `collbench tune` says, and check it with `collbench tune validate`")
@@ -303,6 +321,8 @@ def cmd_build(args: argparse.Namespace) -> int:
               "untested; validate them with `collbench tune validate`", file=sys.stderr)
     if args.mpich:
         return _build_mpich(args, selection)
+    if args.impi:
+        return _build_impi(args, selection)
     return _build_ompi(args, selection)
 
 
@@ -338,9 +358,11 @@ def _build_ompi(args: argparse.Namespace, selection: Any) -> int:
     same = mpi is not None and mpi.implementation == "openmpi" and \
         mpi.version == selection.mpi_version
     defaults = writer.tuned_defaults(mpi.info_tool) if same and mpi else {}
+    selection, predicted = _simulated(args.results, selection)
     version = writer.choose_version(selection.mpi_version, args.rules_version)
     written = writer.build(selection, version=version, source=str(args.results),
-                           defaults=defaults, path=args.output)
+                           defaults=defaults, path=args.output, predicted=predicted,
+                           extrapolate=args.extrapolate)
     _write(args.output, written.text)
     if mpi is not None and mpi.implementation == "openmpi":
         report = check(args.output, load_catalog(mpi))
@@ -356,7 +378,48 @@ def _build_ompi(args: argparse.Namespace, selection: Any) -> int:
     print("activate it with:\n  mpirun " + " ".join(f"--mca {k} {v}" for k, v in mca) + " ...")
     print("or:\n" + "".join(f"  export OMPI_MCA_{k}={v}\n" for k, v in mca).rstrip())
     print(f"then prove it is used: collbench rules verify {path} -n <ranks>")
+    print(f"note: {writer.reach_note(selection, args.extrapolate, predicted is not None)}")
+    if args.against is not None:
+        from collbench.analyse.against import read_points, regret_lines
+        from collbench.catalog.ompi_decisions import series
+        from collbench.tune.regret import regret
+
+        real = read_points(Store(args.against))
+        got = regret(written.rules, series(selection.mpi_version), real, selection.tables)
+        for line in regret_lines(got, str(args.against)):
+            print(line)
     return 0
+
+
+def _simulated(results: Path, selection: Any) -> tuple[Any, str | None]:
+    """A SimGrid campaign of collbench's Open MPI ports: its selection as the simulated Open
+    MPI series', and what the header says it was predicted from (None: not simulated)."""
+    from dataclasses import replace
+
+    from collbench.tune import writer
+
+    if selection.mpi != "smpi":
+        return selection, None
+    prov = Store(results).provenance()
+    series = writer.simulated_openmpi(prov)
+    if series is None:
+        raise UserError(f"{results}: simulated with SMPI's own collectives "
+                        "(run.simgrid.ompi_version not set); an Open MPI rules file needs "
+                        "Open MPI measurements or a SimGrid campaign of collbench's Open MPI "
+                        "ports; valid: run.simgrid.ompi_version = \"4.1\" or \"5.0\"")
+    smpi_own = sorted({c.algorithm for cs in selection.tables.values() for c in cs
+                       if c.algorithm.startswith("smpi:")})
+    if smpi_own:
+        raise UserError(f"{results}: SMPI's own algorithms won somewhere "
+                        f"({', '.join(smpi_own)}); Open MPI cannot run them; valid: "
+                        "--collective to leave those out, or a campaign of the ports only")
+    sim = prov.get("simgrid", {})
+    what = (f"simulated with SimGrid {sim.get('version', '?')} on platform "
+            f"{sim.get('platform', '?')}, collbench's ports of Open MPI {series}'s "
+            "coll/tuned algorithms")
+    print(f"collbench: {results} is a simulation: rules for Open MPI {series}, marked "
+          "predicted", file=sys.stderr)
+    return replace(selection, mpi="openmpi", mpi_version=series), what
 
 
 def _han_rules(args: argparse.Namespace, selection: Any) -> list[tuple[str, str]]:
@@ -381,6 +444,20 @@ def _han_rules(args: argparse.Namespace, selection: Any) -> list[tuple[str, str]
     for line in han.describe(rules):
         print(f"  {line}")
     return han.activation(path)
+
+
+def _build_impi(args: argparse.Namespace, selection: Any) -> int:
+    from collbench.tune import impi
+
+    written = impi.build(selection, source=str(args.results))
+    _write(args.output, written.text)
+    _summary(selection, written.notes)
+    print(f"wrote {args.output} (Intel MPI JSON tuning file: {len(written.tuned)} "
+          "collectives tuned, the rest from Intel MPI's own tuning)")
+    print("activate it with:")
+    for k, v in impi.activation(args.output):
+        print(f"  export {k}={v}")
+    return 0
 
 
 def _build_mpich(args: argparse.Namespace, selection: Any) -> int:
@@ -423,6 +500,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from collbench.tune.validate import render, validate
 
     options.apply_verbosity(args)
+    if args.impi:
+        from collbench.commands.impi_tuning import cmd_validate as impi_validate
+
+        return impi_validate(args)
     reading = parse_rules(read_file(args.rules))
     if reading.rules is None:
         raise UserError(f"{args.rules}: Open MPI would ignore this file; run `collbench rules "

@@ -173,6 +173,11 @@
  * build every blocking collective point's output gets `"implementation": "port"` or
  * `"smpi"` (whose code ran), and a default point under a table `"resolved_algorithm_id"`
  * (null for coll/basic) and `"resolved_algorithm"` (what default ran), after samples_us;
+ * TABLE lines `han collective divisor modulus name` (a simulated Open MPI 5.0 whose ranks
+ * span several nodes; rank r is on node (r / divisor) % modulus) make that collective's
+ * default points run the port of coll/han's hierarchy (cbp_han.c) where han would take
+ * the call (`"component": "han"`, `"resolved_algorithm"`: han's algorithm name), else the
+ * fixed decision on the whole communicator as above;
  * non-blocking points keep their key list.
  *
  * SMPI (compiled with smpi_compat.h): SimGrid 3.32 runs all 14 non-blocking collectives
@@ -251,6 +256,7 @@ typedef struct {
 /* How the current point runs under the ports table (identical on every rank). */
 typedef struct {
     int use;          /* 1: the port runs the measured collective */
+    int han;          /* 1: a default point run by the port of coll/han (g_han) */
     int alg, segsize, fanout;
     const decision_t *resolved; /* a default point: the table line it ran */
     int barrier_alg;  /* the measured communicator's barrier; 0: MPI_Barrier */
@@ -259,6 +265,13 @@ typedef struct {
 static decision_t *g_dec;
 static int g_ndec, g_ports;
 static port_run_t g_run;
+
+/* coll/han (TABLE's `han` lines): its collectives, their han algorithm names, the node
+ * map, and the sub-communicators of the measured communicator. */
+static int g_han_coll[C_COUNT], g_han_div, g_han_mod;
+static char g_han_name[C_COUNT][PORT_NAME_LEN];
+static cbp_han_t *g_han;
+static MPI_Comm g_han_comm = MPI_COMM_NULL;
 #endif
 
 enum debug_mode { DBG_NONE, DBG_HANG, DBG_CRASH, DBG_CORRUPT };
@@ -1383,8 +1396,34 @@ static int parse_decisions(char *text, int *bad_line, char *err, size_t n)
             tok[nt++] = t;
         if (nt != 5) {
             snprintf(err, n, "expected 5 fields (collective size_bytes algorithm_id fanout "
-                             "name)");
+                             "name, or han collective divisor modulus name)");
             return -1;
+        }
+        if (!strcmp(tok[0], "han")) {
+            int hc = coll_from_name(tok[1], &nb);
+            if ((hc != C_BCAST && hc != C_REDUCE && hc != C_ALLREDUCE) || nb) {
+                snprintf(err, n, "han: '%s' has no port of coll/han (bcast, reduce, "
+                                 "allreduce)", tok[1]);
+                return -1;
+            }
+            if (parse_ll(tok[2], 1, INT_MAX, &v[0]) || parse_ll(tok[3], 1, INT_MAX, &v[1])) {
+                snprintf(err, n, "han: divisor and modulus must be integers in [1, %d]",
+                         INT_MAX);
+                return -1;
+            }
+            if (strlen(tok[4]) >= PORT_NAME_LEN) {
+                snprintf(err, n, "name longer than %d characters", PORT_NAME_LEN - 1);
+                return -1;
+            }
+            if ((g_han_div && (g_han_div != v[0] || g_han_mod != v[1]))) {
+                snprintf(err, n, "han: every han line must give the same divisor and modulus");
+                return -1;
+            }
+            g_han_coll[hc] = 1;
+            g_han_div = (int)v[0];
+            g_han_mod = (int)v[1];
+            snprintf(g_han_name[hc], PORT_NAME_LEN, "%s", tok[4]);
+            continue;
         }
         if (g_ndec == cap) {
             cap *= 2;
@@ -1425,9 +1464,29 @@ static const decision_t *decision_for(int coll, long long size)
     return NULL;
 }
 
+/* Whether coll/han takes default point j on comm (collective over comm: han's
+ * sub-communicators are built at the first such point, outside any timing, and rebuilt if
+ * the measured communicator changes). */
+static int han_takes(const job_t *j, MPI_Comm comm, char *err, size_t n)
+{
+    if (!g_han_coll[j->coll] || comm == MPI_COMM_NULL || g_nprocs < 2)
+        return 0;
+    if (g_han_comm != comm) {
+        cbp_han_free(g_han);
+        g_han = NULL;
+        int node = (g_rank / g_han_div) % g_han_mod;
+        if (cbp_han_init(comm, node, &g_han) != MPI_SUCCESS) {
+            snprintf(err, n, "ports: building coll/han's sub-communicators failed");
+            return -1;
+        }
+        g_han_comm = comm;
+    }
+    return cbp_han_applies(g_han, COLL_NAMES[j->coll], j->size);
+}
+
 /* Decide how job j runs under the ports table (g_run); 0, or -1 with err (the same on
  * every rank). */
-static int port_resolve(const job_t *j, char *err, size_t n)
+static int port_resolve(const job_t *j, MPI_Comm comm, char *err, size_t n)
 {
     const decision_t *barrier = decision_for(C_BARRIER, 0);
     memset(&g_run, 0, sizeof g_run);
@@ -1449,6 +1508,10 @@ static int port_resolve(const job_t *j, char *err, size_t n)
         g_run.resolved = d;
         g_run.alg = d->alg;
         g_run.fanout = d->fanout; /* the fixed rules pass segment size 0 */
+        int han = han_takes(j, comm, err, n);
+        if (han < 0)
+            return -1;
+        g_run.han = han;
     } else {
         if (j->coll == C_GATHERV || j->coll == C_SCATTERV || j->segsize > INT_MAX) {
             snprintf(err, n, "ports: %s", j->segsize > INT_MAX ? "segsize exceeds an int"
@@ -1469,6 +1532,11 @@ static int call_port(point_t *p)
 {
     MPI_Comm c = p->comm;
     int n = p->count, a = g_run.alg, s = g_run.segsize, f = g_run.fanout;
+    if (g_run.han)
+        return p->job->coll == C_BCAST ? cbp_han_bcast(g_han, p->sbuf, n, MPI_CHAR, 0, c)
+               : p->job->coll == C_REDUCE
+                   ? cbp_han_reduce(g_han, p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM, 0, c)
+                   : cbp_han_allreduce(g_han, p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM);
     switch (p->job->coll) {
     case C_BARRIER:
         return cbp_barrier(c, a);
@@ -1515,6 +1583,16 @@ static void write_port_fields(strbuf_t *sb, const job_t *j)
     if (is_p2p(j->coll) || j->nb) /* non-blocking points keep their key list (SMPI's) */
         return;
     sb_printf(sb, ", \"implementation\": \"%s\"", g_run.use ? "port" : "smpi");
+    if (g_run.han) {
+        sb_printf(sb, ", \"component\": \"han\"");
+        /* unequal ranks per node: han's bcast and reduce hand the call to tuned's fixed
+         * decision */
+        if (!(d && j->coll != C_ALLREDUCE && cbp_han_imbalanced(g_han))) {
+            sb_printf(sb, ", \"resolved_algorithm_id\": null, \"resolved_algorithm\": ");
+            sb_json_string(sb, g_han_name[j->coll]);
+            return;
+        }
+    }
     if (!d)
         return;
     if (d->alg > 0)
@@ -2562,7 +2640,7 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
         debug_hook(o, i);
 #ifdef COLLBENCH_PORTS
         char port_err[ERR_LEN] = "";
-        int port_bad = port_resolve(j, port_err, sizeof port_err);
+        int port_bad = port_resolve(j, comm, port_err, sizeof port_err);
 #endif
         if (is_p2p(j->coll) && g_nprocs < 2)
             set_error(&res, ST_FAILED, "needs at least 2 ranks");
@@ -2689,6 +2767,7 @@ int main(int argc, char **argv)
     free(jobs);
 #ifdef COLLBENCH_PORTS
     free(g_dec);
+    cbp_han_free(g_han);
 #endif
     MPI_Finalize();
     return 0;

@@ -169,11 +169,16 @@ def failed_to_start(done: Finished, call: Call) -> bool:
 
 
 def run_started(argv: list[str], env: dict[str, str], timeout_s: float, call: Call,
-                interrupted: Callable[[], bool] = lambda: False) -> Finished:
+                interrupted: Callable[[], bool] = lambda: False,
+                watch_start: bool = True) -> Finished:
     """mpirun in its own process group with a TMPDIR of its own, started again when PMIx's
-    start-up failed before any rank ran."""
+    start-up failed before any rank ran. A kernel that has not made its output file (rank 0
+    does after MPI_Init) by the start-up deadline is stopped (process.startup_deadline)."""
+    # a placement trial runs `true`, which makes no output file: only its timeout applies
+    started = call.outfile.exists if isinstance(call, KernelCall) and watch_start else None
     for attempt in range(STARTUP_RETRIES + 1):
-        done = run_group(argv, env, timeout_s, call.work, interrupted, private_tmp=True)
+        done = run_group(argv, env, timeout_s, call.work, interrupted, private_tmp=True,
+                         started=started)
         if attempt == STARTUP_RETRIES or not failed_to_start(done, call):
             break
     return done
@@ -269,7 +274,7 @@ class LocalBackend(LaunchBackend):
             argv = [*argv[:len(argv) - len(call.argv(launch))], "true"]
             try:
                 done = run_started(argv, launcher_env(self.mpi), TRIAL_TIMEOUT_S, call,
-                                   stopped)
+                                   stopped, watch_start=False)
             except OSError as e:
                 return f"{type(e).__name__}: {e}"
             if done.interrupted:

@@ -44,6 +44,17 @@ OUTPUT_LIMIT = 64 << 20
 OUTPUT_SLACK = 64 << 10
 OUTPUT_MARK = "collbench: output limit:"  # starts the line saying a launch was stopped
 OUTPUT_LOST = "collbench: output lost:"  # ... that its output could not be written
+STARTUP_MARK = "collbench: start-up watchdog:"  # starts the line saying a launch never began
+# The start-up watchdog's deadline: a tenth of the launch's timeout, within these bounds. A
+# launch that has not begun its first point by then hangs before it (in MPI_Init, say): it
+# is stopped then rather than at the timeout (600 s by default), and the campaign goes on.
+STARTUP_MIN_S = 10.0
+STARTUP_MAX_S = 60.0
+
+
+def startup_deadline(timeout_s: float) -> float:
+    """Seconds a launch has to begin its first point (docs/spec.md, "run.timeout")."""
+    return min(timeout_s, max(STARTUP_MIN_S, min(STARTUP_MAX_S, timeout_s / 10)))
 
 
 @dataclass
@@ -54,6 +65,7 @@ class Finished:
     wall_s: float
     stderr_tail: str
     output_problem: str = ""  # the line saying why it was stopped for its output
+    never_started: bool = False  # stopped by the start-up watchdog
 
 
 def tail(path: Path, limit: int = 4000) -> str:
@@ -227,6 +239,7 @@ def run_group(
     private_tmp: bool = False,
     cwd: Path | None = None,
     output_limit: int | None = None,
+    started: Callable[[], bool] | None = None,
 ) -> Finished:
     """Run argv in a new session; stdout/stderr go to files in log_dir.
 
@@ -236,7 +249,10 @@ def run_group(
     directory there; launch/local.py says why), removed once the command has ended, by the
     watchdog if collbench has died. Without a directory (a full or read-only temporary
     folder), TMPDIR stays as it is. `output_limit`: bytes the command may print (default
-    OUTPUT_LIMIT and its slack); beyond, it is stopped (`output_problem`)."""
+    OUTPUT_LIMIT and its slack); beyond, it is stopped (`output_problem`). `started`: True
+    once the command has begun its first point (the kernel's output file exists: rank 0
+    makes it after MPI_Init); if it is not by `startup_deadline(timeout_s)`, the command is
+    stopped then (`never_started`), its stderr saying why (STARTUP_MARK)."""
     limit = OUTPUT_LIMIT + OUTPUT_SLACK if output_limit is None else output_limit
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
@@ -262,11 +278,17 @@ def run_group(
         proc.stdout.close()
         proc.stderr.close()
         pidfd = _pidfd(proc.pid)
-        timed_out = was_interrupted = False
+        timed_out = was_interrupted = never_started = False
+        startup_s = startup_deadline(timeout_s)
         try:
             while not output.wait(proc, pidfd, POLL_S):  # returns the moment mpirun exits
                 if output.problem:
                     break
+                if started is not None and time.monotonic() - start > startup_s:
+                    if not started():
+                        never_started = True
+                        break
+                    started = None  # it has begun: the timeout alone watches it now
                 if time.monotonic() - start > timeout_s:
                     timed_out = True
                     break
@@ -289,6 +311,10 @@ def run_group(
     stderr_tail = tail(err_path)
     if output.problem:
         stderr_tail = f"{stderr_tail}\n{output.problem}".strip()
+    if never_started:
+        stderr_tail = (f"{stderr_tail}\n{STARTUP_MARK} no point had begun {startup_s:g} s "
+                       "after the start (a hang before the first point, e.g. in MPI_Init); "
+                       "the launch was stopped").strip()
     return Finished(
         returncode=proc.returncode,
         timed_out=timed_out,
@@ -296,4 +322,5 @@ def run_group(
         wall_s=time.monotonic() - start,
         stderr_tail=stderr_tail,
         output_problem=output.problem,
+        never_started=never_started,
     )

@@ -46,12 +46,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+from collbench.catalog import ompi_decisions
 from collbench.catalog.algorithms import DEFAULT, Catalog
 from collbench.catalog.load import load_catalog
 from collbench.catalog.simgrid import (
     SMPI_PREFIX,
     SimgridCatalog,
     default_decisions,
+    han_lines,
     has_port,
     is_smpi,
     selector,
@@ -383,8 +385,10 @@ class SimgridBackend(LaunchBackend):
         v = self.settings.ompi_version
         if v is None:
             return f"SMPI's {self.settings.selector} selector"
+        han = " (5.0 on several nodes: bcast, reduce, allreduce by coll/han's port)" \
+            if ompi_decisions.series(v) == "5.0" else ""
         return (f"Open MPI {v}'s fixed decision rules (coll/tuned; gatherv, scatterv: "
-                "coll/basic linear), run by collbench's ports")
+                f"coll/basic linear){han}, run by collbench's ports")
 
     def _collectives_description(self) -> str:
         v = self.settings.ompi_version
@@ -426,7 +430,8 @@ class SimgridBackend(LaunchBackend):
     def ports_table(self, launch: Launch) -> str | None:
         """The kernel's ports table for this launch (None: it runs SMPI's collectives):
         what "default" runs for each of its default points, by the fixed decision rules of
-        the simulated Open MPI at this process count, and the barrier between iterations."""
+        the simulated Open MPI at this process count, the barrier between iterations, and
+        under 5.0 on several nodes the collectives coll/han's port runs (han_lines)."""
         version = self.settings.ompi_version
         if launch.program is not None or version is None or not all(
                 self.catalog.runs_port(p.algorithm) for p in launch.points):
@@ -440,6 +445,11 @@ class SimgridBackend(LaunchBackend):
         for coll, size in dict.fromkeys(wanted):
             alg, fanout, name = default_decisions(version, coll, n, size)
             lines.append(f"{coll} {size} {alg} {fanout} {name}")
+        # coll/han on several nodes (5.0): rank r is on node (r // divisor) % modulus
+        cluster = self.settings.cluster
+        divisor = 1 if launch.mapping == "node" else cluster.cores_per_node
+        lines += han_lines(version, [c for c, _ in wanted[1:]],
+                           nodes_used(cluster, n, launch.mapping), divisor, cluster.nodes)
         return "\n".join(lines) + "\n"
 
     @staticmethod

@@ -9,8 +9,11 @@ latencies and tidy rows out. The one prediction behind `collbench model predict`
     launches(model, Request, name, model_name) -> ([(launch id, rows)], notes)
 
 Predicted rows (`source = backend = "model"`) are read by every other command like
-measurements; "default" is predicted as the algorithm Open MPI 5.0's fixed decision rules
-pick. Pure: no results folder is read or written here (`tune.model.write_predictions`).
+measurements; "default" is predicted as what Open MPI runs for it in the series asked for
+(`ompi_decisions.default_choice`): coll/tuned's fixed decision on the whole communicator
+(4.1 everywhere, 5.0 on one node), or under 5.0 on 2 or more nodes coll/han's hierarchy
+(models.han), whose rows say component "han". Pure: no results folder is read or written
+here (`tune.model.write_predictions`).
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from collbench.catalog import ompi_decisions
-from collbench.catalog.components import MODELLED
+from collbench.catalog.components import MODELLED, MODELLED_HAN
 from collbench.errors import UserError, choice_error
+from collbench.models import han
 from collbench.models.algorithms import ALGORITHMS, detail
 from collbench.models.networks import DEFAULT_NETWORK, NETWORKS, Network, network
 from collbench.models.p2p import P2PModel
@@ -83,10 +87,19 @@ def modelled(collective: str, algorithm: str) -> bool:
         and ompi_decisions.has_fixed_decision(DECISIONS_VERSION, collective))
 
 
-def default_algorithm(collective: str, nprocs: int, size: int) -> str:
-    """What Open MPI 5.0's fixed decision rules run for "default"."""
-    d = ompi_decisions.decide_osu(DECISIONS_VERSION, collective, nprocs, size)
-    return ompi_decisions.algorithm_name(DECISIONS_VERSION, collective, d.algorithm_id)
+def default_algorithm(collective: str, nprocs: int, size: int,
+                      version: str = DECISIONS_VERSION) -> str:
+    """What Open MPI's fixed decision rules (coll/tuned) run for "default"."""
+    d = ompi_decisions.decide_osu(version, collective, nprocs, size)
+    return ompi_decisions.algorithm_name(version, collective, d.algorithm_id)
+
+
+def default_choice(topo: Topology, collective: str, size: int,
+                   version: str = DECISIONS_VERSION) -> ompi_decisions.DefaultChoice:
+    """What "default" runs where `topo` seats the ranks: coll/tuned's decision, or coll/han's
+    hierarchy (5.0, 2 or more nodes, the same number of ranks on each)."""
+    nodes, ppn = _occupied(topo)
+    return ompi_decisions.default_choice(version, collective, topo.nprocs, size, nodes, ppn)
 
 
 # Composite algorithms run the communicator's own collectives: what the fixed decision
@@ -111,21 +124,43 @@ def inner_algorithms(collective: str, algorithm: str, nprocs: int,
 
 def predict_point(model: P2PModel, topo: Topology, collective: str, algorithm: str,
                   size: int, segsize: int = 0, fanout: int = 0,
-                  net: Network = NETWORKS[DEFAULT_NETWORK]) -> tuple[float, float, float]:
+                  net: Network = NETWORKS[DEFAULT_NETWORK],
+                  version: str = DECISIONS_VERSION) -> tuple[float, float, float]:
     """(avg over ranks, min, max) predicted latency in µs."""
     alg = algorithm
     if algorithm == DEFAULT:  # the rules' choice, run with fanout 0: a chain is a pipeline
-        alg = default_algorithm(collective, topo.nprocs, size)
-        alg = "pipeline" if alg == "chain" and collective in ("bcast", "reduce") else alg
+        choice = default_choice(topo, collective, size, version)
+        if choice.han is not None:
+            return han.compose(choice.han, topo, _sub_cost(model, net, version))
+        alg = _fanout0(collective, choice.algorithm)
     # the barrier between iterations: the fixed rules' one, or the barrier being measured
     barrier = None if not net.loop or topo.nprocs < 2 else alg if collective == "barrier" \
-        else default_algorithm("barrier", topo.nprocs, 0)
+        else default_algorithm("barrier", topo.nprocs, 0, version)
     inner = inner_algorithms(collective, alg, topo.nprocs, size)
     pred = detail(model, topo, collective, alg, size, segsize=segsize, barrier=barrier,
                   inner=inner,
                   fanout=fanout or None, radix=fanout or None, overlap=net.overlap,
                   rendezvous=net.rendezvous, matched=net.matched, shared=net.shared)
     return pred.avg_us, pred.min_us, pred.max_us
+
+
+def _fanout0(collective: str, algorithm: str) -> str:
+    return "pipeline" if algorithm == "chain" and collective in ("bcast", "reduce") \
+        else algorithm
+
+
+def _sub_cost(model: P2PModel, net: Network, version: str) -> han.Cost:
+    """The cost of one of han's calls on its sub-communicator (no barrier loop: han's calls
+    follow each other inside one timed collective)."""
+    def cost(call: ompi_decisions.SubCall, topo: Topology) -> tuple[float, float, float]:
+        alg = _fanout0(call.collective, call.algorithm)
+        pred = detail(model, topo, call.collective, alg, call.size_bytes,
+                      segsize=call.segsize, inner=inner_algorithms(
+                          call.collective, alg, topo.nprocs, call.size_bytes),
+                      overlap=net.overlap, rendezvous=net.rendezvous, matched=net.matched,
+                      shared=net.shared)
+        return pred.avg_us, pred.min_us, pred.max_us
+    return cost
 
 
 # --- predictions as rows ------------------------------------------------------------------
@@ -167,7 +202,8 @@ def beyond(value: float) -> str:
 def prediction_rows(model: P2PModel, collective: str, algorithms: Sequence[str],
                     topo: Topology, sizes: Iterable[int], *, campaign: str, launch_id: str,
                     model_name: str, explicit: bool = True,
-                    net: Network = NETWORKS[DEFAULT_NETWORK]) -> Predicted:
+                    net: Network = NETWORKS[DEFAULT_NETWORK],
+                    version: str = DECISIONS_VERSION) -> Predicted:
     """Predicted rows, one per algorithm and size. An algorithm that cannot run at this
     process count is an error when named (`explicit`), else left out with a note.
 
@@ -182,8 +218,8 @@ def prediction_rows(model: P2PModel, collective: str, algorithms: Sequence[str],
     sizes = sorted(set(sizes))
     for alg in algorithms:
         try:
-            got = [(s, predict_point(model, topo, collective, alg, s, net=net))
-                   for s in sizes]
+            got = [(s, predict_point(model, topo, collective, alg, s, net=net,
+                                     version=version)) for s in sizes]
         except UserError as e:
             if explicit:
                 raise
@@ -193,15 +229,18 @@ def prediction_rows(model: P2PModel, collective: str, algorithms: Sequence[str],
         for size, (avg, lo, hi) in got:
             metrics: dict[str, Any] = {"model": model_name, "stat": "avg over ranks",
                                        "network": net.name}
+            component = MODELLED
             if alg == DEFAULT:
-                metrics["runs"] = default_algorithm(collective, topo.nprocs, size)
+                choice = default_choice(topo, collective, size, version)
+                metrics["runs"] = choice.han.describe() if choice.han else choice.algorithm
+                component = MODELLED_HAN if choice.han else MODELLED
             bad = unbounded(avg, lo, hi)
             if bad is not None:
                 failed.append(f"{alg} at {size} B")
             rows.append(make_row(
                 campaign=campaign, launch_id=launch_id, repetition=0, backend=MODEL_SOURCE,
-                source=MODEL_SOURCE, mpi="openmpi", mpi_version=DECISIONS_VERSION,
-                collective=collective, component=MODELLED, algorithm=alg,
+                source=MODEL_SOURCE, mpi="openmpi", mpi_version=version,
+                collective=collective, component=component, algorithm=alg,
                 algorithm_id=ident, segsize=0,
                 fanout=0, selection="none", params="{}", nprocs=topo.nprocs,
                 nodes=nodes_used, ppn=ppn_used, mapping=topo.mapping,
@@ -246,6 +285,7 @@ class Request:
     algorithms: str = "all"
     shape: Shape = field(default_factory=Shape)
     network: str = DEFAULT_NETWORK
+    version: str = DECISIONS_VERSION  # the Open MPI series whose "default" is predicted
 
 
 def launches(model: P2PModel, req: Request, name: str, model_name: str
@@ -263,7 +303,8 @@ def launches(model: P2PModel, req: Request, name: str, model_name: str
             got = prediction_rows(model, coll, algs, topo, req.sizes, campaign=name,
                                   launch_id=lid, model_name=model_name,
                                   explicit=req.algorithms.strip() != "all",
-                                  net=network(req.network))
+                                  net=network(req.network),
+                                  version=ompi_decisions.series(req.version))
             notes += got.notes
             if got.rows:
                 out.append((lid, got.rows))

@@ -184,6 +184,21 @@ def _pmnf_candidates() -> list[tuple[Term, ...]]:
     return [(t,) for t in single] + list(itertools.combinations(single, 2))
 
 
+# Why a form needs its coefficients + 2 distinct x values: AICc's correction
+# 2k(k+1)/(n-k-1) is undefined at n = k + 1, and with n = k the fit passes through every
+# point (no residual to judge it by, no leave-one-out refit).
+NEEDS_WHY: Final = ("a form with k coefficients needs k + 2 distinct values: with k + 1 "
+                    "AICc is undefined, with k the fit passes through every point and "
+                    "leave-one-out cannot refit")
+
+
+def points_needed(form: str) -> int:
+    """Distinct x values (process counts) a form needs: its coefficients + 2. A PMNF
+    hypothesis has one or two terms: "pmnf" answers with its one-term minimum."""
+    terms = NAMED.get(form, (Term(Fraction(1), 0),))
+    return len(terms) + 3
+
+
 def fit_scaling(x: ArrayLike, y: ArrayLike, *, what: str = "P",
                 pmnf: bool = True, weights: Literal["relative", "none"] = "relative"
                 ) -> ScalingResult:
@@ -196,7 +211,7 @@ def fit_scaling(x: ArrayLike, y: ArrayLike, *, what: str = "P",
     fits: list[ScalingFit] = []
     seen: set[tuple[Term, ...]] = set()
     for name, terms in NAMED.items():
-        if n >= len(terms) + 3:
+        if n >= points_needed(name):
             fits.append(_fit(name, xa, ya, w, terms))
             seen.add(terms)
     if pmnf:

@@ -90,6 +90,8 @@ class _Expander:
                         "mpi": self.mpi}
                 if not self.catalog.applicable(v.algorithm, at["nprocs"]):
                     continue  # e.g. two_proc refuses P != 2: not a measurement, skip it
+                if v.han is not None and at.get("component") != "han":
+                    continue  # coll/han's own setting: a variant of component han only
                 if self._cannot_run_here(coll, v.algorithm, at):
                     continue  # e.g. MPICH's smp on one node
                 for nb in self.nb_variants(coll):

@@ -26,6 +26,8 @@ def _forcing(selection: str, block: _Block, catalog: Catalog,
     """(mca, env) that make the MPI run this block's algorithm."""
     if selection == NONE:
         return {}, {}
+    if block.variant.han is not None:  # coll/han's own: read once, for every communicator
+        return block.variant.han.mca(block.collective, block.variant.segsize), {}
     # With dynamic rules on, algorithm 0 means "the fixed decision rules", i.e. the default.
     dynamic = {"coll_tuned_use_dynamic_rules": "1"}
     if selection == MPIT:

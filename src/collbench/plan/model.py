@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from collbench.catalog.collectives import COLLECTIVES, OSU_BW_WINDOW, Kind, RulesBytes
 from collbench.errors import UserError
+from collbench.plan import estimate
 
 PLAN_FORMAT: Final = 3
 # What each plan.json format holds; a new format adds a line and a reader for the old one.
@@ -36,10 +37,11 @@ MPIT: Final = "mpit"
 LAUNCH: Final = "launch"
 NONE: Final = "none"
 
-# Rough cost model for estimate_seconds (Hockney): latency and bandwidth of one step.
+# Rough cost model of one iteration (Hockney): latency and bandwidth of one step; the
+# wall-time model around it (start-up, per-point cost, oversubscription, SimGrid) is in
+# plan/estimate.py.
 ALPHA_S: Final = 2e-6
 BETA_BYTES_PER_S: Final = 2e9
-OVERSUBSCRIBED_SLOWDOWN: Final = 2.0
 
 
 @dataclass(frozen=True)
@@ -181,10 +183,15 @@ class Launch:
         """Kernel job file: `collective algorithm_id segsize fanout size iterations warmup`."""
         return [p.job_line() for p in self.points]
 
-    def estimate_seconds(self, startup_s: float = 1.5) -> float:
-        """Rough wall time: start-up plus modelled iterations (see Point.modelled_seconds)."""
-        work = sum(p.work_seconds(self.nprocs) for p in self.points)
-        return startup_s + work * (OVERSUBSCRIBED_SLOWDOWN if self.oversubscribe else 1.0)
+    def estimate_seconds(self, startup_s: float | None = None, simulated: bool = False
+                         ) -> float:
+        """Modelled wall time (plan/estimate.py); `simulated`: under SimGrid."""
+        return estimate.launch_seconds(self.nprocs, self.oversubscribe, self.points, simulated,
+                                       startup_s)
+
+    def point_seconds(self, simulated: bool = False) -> list[float]:
+        """Modelled wall time of each point, in order (the live ETA moves by points)."""
+        return [estimate.point_seconds(p, self.nprocs, simulated) for p in self.points]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -232,9 +239,15 @@ class Plan:
     def points_total(self) -> int:
         return sum(len(launch.points) for launch in self.launches)
 
-    def estimate_seconds(self, startup_s: float = 1.5) -> float:
-        """Rough total wall time; see Launch.estimate_seconds."""
-        return sum(launch.estimate_seconds(startup_s) for launch in self.launches)
+    @property
+    def simulated(self) -> bool:
+        return self.backend in estimate.SIMULATED
+
+    def estimate_seconds(self, startup_s: float | None = None) -> float:
+        """Modelled wall time of the whole run: collbench's own start (estimate.CAMPAIGN_S)
+        and every launch (Launch.estimate_seconds)."""
+        launches = sum(la.estimate_seconds(startup_s, self.simulated) for la in self.launches)
+        return (estimate.CAMPAIGN_S if self.launches else 0.0) + launches
 
     def to_json(self) -> dict[str, Any]:
         return {"format": PLAN_FORMAT, "campaign": self.campaign, "seed": self.seed,

@@ -6,6 +6,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from collbench.catalog import components
 from collbench.catalog.algorithms import DEFAULT, Algorithm, Catalog
 from collbench.catalog.collectives import COLLECTIVES, Kind
 from collbench.errors import UserError, did_you_mean
@@ -18,8 +19,9 @@ from collbench.spec import AlgorithmChoice, Spec
 @dataclass(frozen=True)
 class _Variant:
     algorithm: Algorithm
-    segsize: int = 0
+    segsize: int = 0  # of a han setting: coll_han_<coll>_segsize
     fanout: int = 0
+    han: components.HanSetting | None = None  # coll/han's own setting: under han only
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ def _expand_entry(catalog: Catalog, coll: str, entry: AlgorithmChoice,
                   where: str) -> list[_Variant]:
     if entry.is_all():
         return [_Variant(catalog.default(coll)), *(_Variant(a) for a in catalog.of(coll))]
+    han = _han_setting(catalog, coll, entry, where)
+    if han is not None:
+        return han
     alg = catalog.resolve(coll, entry.name, where)
     if (entry.segsize or entry.fanout) and not alg.segmentable:
         key = "segsize" if entry.segsize else "fanout"
@@ -47,6 +52,29 @@ def _expand_entry(catalog: Catalog, coll: str, entry: AlgorithmChoice,
             f"{where}.{key}: {alg.name} takes no segment size or fanout ({coll} in "
             f"{catalog.implementation} {catalog.version}); valid: {', '.join(valid) or 'none'}")
     return [_Variant(alg, s, f) for s in entry.segsize or [0] for f in entry.fanout or [0]]
+
+
+def _han_setting(catalog: Catalog, coll: str, entry: AlgorithmChoice,
+                 where: str) -> list[_Variant] | None:
+    """The variants of a coll/han setting ("simple", "intra+up=adapt", docs/components.md),
+    None when `entry` names no han algorithm (a coll/tuned one, or a mistake)."""
+    han = catalog.han.get(coll, ())
+    if not han or not isinstance(entry.name, str) or _in_catalog(catalog, coll, entry.name):
+        return None
+    names = tuple(a.name for a in han)
+    if entry.name.strip().lower().split("+")[0] not in names:
+        return None
+    setting = components.parse_han_setting(entry.name, coll, names)
+    if isinstance(setting, str):
+        raise UserError(f"{where}: {setting} (coll/han settings: docs/components.md)")
+    base = next(a for a in han if a.name == setting.algorithm)
+    alg = Algorithm(coll, setting.name, base.id, False, base.segmentable)
+    if entry.fanout or (entry.segsize and not alg.segmentable):
+        key = "fanout" if entry.fanout else "segsize"
+        raise UserError(f"{where}.{key}: coll/han's {setting.algorithm} {coll} takes no "
+                        f"{key}; valid: segsize with intra for "
+                        f"{', '.join(sorted(components.HAN_SEGMENTED))}")
+    return [_Variant(alg, s, 0, setting) for s in entry.segsize or [0]]
 
 
 def _tolerated(spec: Spec, mpi: str | None, coll: str, entry: AlgorithmChoice) -> bool:
@@ -89,6 +117,11 @@ def _variants(spec: Spec, catalog: Catalog, coll: str, source: str,
         for v in _expand_entry(catalog, coll, entry, where):
             if v not in out:
                 out.append(v)
+    asked = spec.measure.components or ()
+    if any(v.han for v in out) and "han" not in asked:
+        name = next(v.algorithm.name for v in out if v.han)
+        raise UserError(f"{source}: {prefix}: {name!r} is a coll/han setting, measured "
+                        f"under han only; valid: add \"han\" to measure.components")
     return out
 
 
@@ -109,7 +142,7 @@ def _modes(spec: Spec, catalog: Catalog, variants: dict[str, list[_Variant]],
     wanted, impl = spec.run.selection, f"{catalog.implementation} {catalog.version}"
     modes: dict[str, str] = {}
     for coll, vs in variants.items():
-        forced = [v.algorithm for v in vs if v.algorithm.name != DEFAULT]
+        forced = [v.algorithm for v in vs if v.algorithm.name != DEFAULT and v.han is None]
         if wanted == MPIT and forced:
             if catalog.implementation != "openmpi":
                 raise UserError(

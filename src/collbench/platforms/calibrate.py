@@ -111,13 +111,15 @@ def _bucket(terms: list[tuple[float, float]]) -> tuple[float, float]:
 Tables = tuple[list[tuple[int, float]], list[tuple[int, float]]]  # (lat_factor, bw_factor)
 
 
-def fit_factors(points: Points, alpha: float, beta: float, overhead: float = 0.0) -> Tables:
+def fit_factors(points: Points, alpha: float, beta: float,
+                overhead: float | OverheadRows = 0.0) -> Tables:
     """One level's (lat_factor, bw_factor) tables, one entry per measured size; `overhead`
-    (o_s + o_r, charged apart) is taken out of every time before fitting the link."""
+    (o_s + o_r, charged apart; a constant or per-size rows) is taken out of every time
+    before fitting the link."""
     sizes = sorted(points)
     lat, bw = [], []
     for k, size in enumerate(sizes):
-        t = max(points[size] - overhead, MIN_NET_SHARE * points[size])
+        t = max(points[size] - total_at(overhead, size), MIN_NET_SHARE * points[size])
         x, y = _bucket([(alpha / t, (size + SMPI_ENVELOPE) * beta / t)])
         start = 0 if k == 0 else sizes[k - 1] + 1  # from just above the previous size
         lat.append((start, _factor(x)))
@@ -132,16 +134,31 @@ def _factor(f: float) -> float:
 
 
 Overheads = Mapping[str, tuple[float, float]]  # level -> (o_s µs, o_r µs)
+OverheadRows = list[tuple[int, float, float]]  # (from bytes, o_s µs, o_r µs), ascending
+
+
+def total_at(overhead: float | OverheadRows, size: int) -> float:
+    """o_s + o_r at `size` bytes: a constant, or rows interpolated as the loader does."""
+    if isinstance(overhead, int | float):
+        return float(overhead)
+    probe = Level.model_construct(latency_us=1.0, bandwidth_mbs=1.0,
+                                  send_overhead_us=overhead[0][1],
+                                  recv_overhead_us=overhead[0][2], overhead_per_size=overhead)
+    o_s, o_r = probe.overhead_at(size)
+    return o_s + o_r
 
 
 def _with(base: Cluster, params: Mapping[str, tuple[float, float]],
-          tables: Mapping[str, Tables], overheads: Overheads) -> Cluster:
+          tables: Mapping[str, Tables], overheads: Overheads,
+          per_size: Mapping[str, OverheadRows] | None = None) -> Cluster:
     """`base` with the fitted levels, validated as a description read from a file is (a
     fit out of the bounds is one line, never a description collbench cannot read back)."""
+    rows = per_size or {}
     fitted = {name: Level.model_construct(
         latency_us=alpha, bandwidth_mbs=1.0 / beta, lat_factor=tables[name][0],
         bw_factor=tables[name][1], send_overhead_us=overheads.get(name, (0.0, 0.0))[0],
-        recv_overhead_us=overheads.get(name, (0.0, 0.0))[1])
+        recv_overhead_us=overheads.get(name, (0.0, 0.0))[1],
+        overhead_per_size=rows.get(name, []))
         for name, (alpha, beta) in params.items()}
     levels = base.levels.model_copy(update=fitted)
     data = base.model_copy(update={"levels": levels}).model_dump()
@@ -180,12 +197,21 @@ def _check_base(base: Cluster, measured: Mapping[str, Points]) -> None:
 
 
 def shared_overheads(measured: Mapping[str, Points], shares: Mapping[str, float],
-                     where: str) -> dict[str, tuple[float, float]]:
-    """(o_s, o_r) per level as a share of its smallest message's one-way time, split evenly
-    between sender and receiver: on shared memory no NIC takes over, so a small message's
-    time is the two CPUs' work (docs/simgrid.md, "Per-message overheads from the
-    ping-pong"). Levels must be measured; shares 0 to OVERHEAD_SHARE."""
-    out: dict[str, tuple[float, float]] = {}
+                     where: str, sender: float = 0.5,
+                     eager_limit: int = 4096) -> dict[str, OverheadRows]:
+    """(o_s, o_r) per level and size as a share of the measured one-way time: on shared
+    memory no NIC takes over, so a message's time is the two CPUs' work, and up to the
+    eager limit that work grows with the size (the sender copies the message into the
+    receiver's fragment, the receiver copies it out); above it (single-copy rendezvous)
+    the per-message work is the smallest message's again and the copy is the link's
+    (docs/simgrid.md, "Per-message overheads from the ping-pong"). `sender` is the
+    sender's part of each overhead. Levels must be measured; shares 0 to OVERHEAD_SHARE."""
+    if not 0.0 <= sender <= 1.0:
+        raise UserError(f"{where}: --sender-share {sender:g} is not valid; valid: 0 to 1")
+    if not BYTES.holds(eager_limit):
+        raise UserError(f"{where}: --eager-limit {eager_limit} is not valid; valid: "
+                        f"{BYTES.words}")
+    out: dict[str, OverheadRows] = {}
     for lv, share in shares.items():
         if lv not in measured:
             raise UserError(f"{where}: level {lv!r} has no ping-pong; valid: "
@@ -193,8 +219,16 @@ def shared_overheads(measured: Mapping[str, Points], shares: Mapping[str, float]
         if not 0.0 <= share <= OVERHEAD_SHARE:
             raise UserError(f"{where}: {lv}={share:g} is not valid; valid: a share from 0 "
                             f"to {OVERHEAD_SHARE:g}")
-        smallest = measured[lv][min(measured[lv])]
-        out[lv] = (share * smallest / 2, share * smallest / 2)
+        pts = measured[lv]
+        small = share * pts[min(pts)]
+        rows: OverheadRows = [(0, sender * small, (1 - sender) * small)]
+        for size in sorted(pts):
+            if 0 < size <= eager_limit and size > min(pts):
+                total = share * pts[size]
+                rows.append((size, sender * total, (1 - sender) * total))
+        if len(rows) > 1:  # back to the smallest message's work above the eager limit
+            rows.append((eager_limit + 1, rows[0][1], rows[0][2]))
+        out[lv] = rows
     return out
 
 
@@ -217,8 +251,27 @@ def usable_overheads(overheads: Overheads, params: Mapping[str, tuple[float, flo
     return out
 
 
+def usable_rows(rows: Mapping[str, OverheadRows], params: Mapping[str, tuple[float, float]],
+                notes: list[str]) -> dict[str, OverheadRows]:
+    """Per-size overheads of the measured levels, every row scaled down by one factor
+    where the first would not leave the link any latency (as usable_overheads does)."""
+    out = {}
+    for lv, table in rows.items():
+        if lv not in params or not table:
+            continue
+        alpha, (_, o_s, o_r) = params[lv][0], table[0]
+        scale = min(1.0, OVERHEAD_SHARE * alpha / (o_s + o_r)) if o_s + o_r > 0 else 1.0
+        if scale < 1.0:
+            notes.append(f"{lv}: o_s + o_r = {o_s + o_r:.3g} µs at the smallest size exceeds "
+                         f"{OVERHEAD_SHARE:.0%} of the fitted latency {alpha:.3g} µs; every "
+                         f"size's overheads scaled by {scale:.2f}")
+        out[lv] = [(b, s * scale, r * scale) for b, s, r in table]
+    return out
+
+
 def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
-              source: str, overheads: Overheads | None = None) -> Calibration:
+              source: str, overheads: Overheads | None = None,
+              per_size: Mapping[str, OverheadRows] | None = None) -> Calibration:
     """A description reproducing `measured` in simulation (see the module docstring).
 
     `overheads` (LogGP o_s, o_r per level, e.g. from `model loggp`) are charged per message
@@ -228,11 +281,17 @@ def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
     _check_times(measured, "measured")
     params = {lv: hockney(pts) for lv, pts in measured.items()}
     notes: list[str] = []
-    over = usable_overheads(overheads or {}, params, notes)
-    tables = {lv: fit_factors(pts, *params[lv], overhead=sum(over.get(lv, (0.0, 0.0))))
+    rows = usable_rows(per_size or {}, params, notes)
+    over = {**usable_overheads(overheads or {}, params, notes),
+            **{lv: (r[0][1], r[0][2]) for lv, r in rows.items()}}
+
+    def level_overhead(lv: str) -> float | OverheadRows:
+        return rows[lv] if lv in rows else sum(over.get(lv, (0.0, 0.0)))
+
+    tables = {lv: fit_factors(pts, *params[lv], overhead=level_overhead(lv))
               for lv, pts in measured.items()}
     levels, sizes = list(measured), sorted({s for pts in measured.values() for s in pts})
-    cluster = _with(base, params, tables, over)
+    cluster = _with(base, params, tables, over, rows)
     simulated = simulate(cluster, levels, sizes)
     _check_times(simulated, "simulated", measured)
     for _ in range(ROUNDS):
@@ -240,10 +299,9 @@ def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
                     for s, t in pts.items())
         if 100 * worst <= GOOD_ENOUGH_PCT:
             break
-        tables = {lv: _corrected(tables[lv], pts, simulated[lv],
-                                 sum(over.get(lv, (0.0, 0.0))))
+        tables = {lv: _corrected(tables[lv], pts, simulated[lv], level_overhead(lv))
                   for lv, pts in measured.items()}
-        cluster = _with(base, params, tables, over)
+        cluster = _with(base, params, tables, over, rows)
         simulated = simulate(cluster, levels, sizes)
         _check_times(simulated, "simulated", measured)
     kept = [lv for lv in ("intra_socket", "inter_socket", "inter_node")
@@ -256,13 +314,14 @@ def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
 
 
 def _corrected(tables: Tables, measured: Points, simulated: Points,
-               overhead: float = 0.0) -> Tables:
+               overhead: float | OverheadRows = 0.0) -> Tables:
     """Scale each bucket by measured/simulated at its size (time ∝ lat and 1/bw), leaving
-    the per-message overheads (a constant part of both times) out of the ratio."""
+    the per-message overheads (a part of both times) out of the ratio."""
     lat, bw = tables
     sizes = sorted(measured)
-    ratio = {s: max(measured[s] - overhead, MIN_NET_SHARE * measured[s])
-             / max(simulated[s] - overhead, MIN_NET_SHARE * simulated[s]) for s in sizes}
+    ratio = {s: max(measured[s] - total_at(overhead, s), MIN_NET_SHARE * measured[s])
+             / max(simulated[s] - total_at(overhead, s), MIN_NET_SHARE * simulated[s])
+             for s in sizes}
     new_lat = [(start, _factor(x * ratio[s])) for (start, x), s in zip(lat, sizes,
                                                                        strict=True)]
     new_bw = [(start, _factor(b / ratio[s])) for (start, b), s in zip(bw, sizes, strict=True)]

@@ -9,14 +9,15 @@
  *   root zone properties  collbench/cores_per_socket = C
  *                         collbench/lat-factor/<level>, collbench/bw-factor/<level>
  *                         = "from_bytes:factor;from_bytes:factor;..." (ascending)
- *                         collbench/overhead/<level> = "send_s:recv_s" (optional)
+ *                         collbench/overhead/<level> = "send_s:recv_s", or size-dependent
+ *                         "from_bytes:send_s:recv_s;..." (optional; linear between entries)
  * Hosts are named node<N>-c<K> (core K of node N, socket K / C): same node and socket =
  * intra_socket, same node = inter_socket, else inter_node. SMPI adds a 16-byte envelope to
  * every message; the tables are written for the payload, as collbench measures it.
  * Overheads (LogGP o_s, o_r) become SMPI's per-operation cost callbacks: the sender of
  * MPI_Send/MPI_Isend and the receiver of MPI_Recv spend that much simulated time per
- * message, by the level the message crosses (SMPI's smpi/os and smpi/or options are one
- * value for every pair of hosts).
+ * message, by the level the message crosses and the message's size (SMPI's smpi/os and
+ * smpi/or options are one table for every pair of hosts).
  */
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
@@ -40,26 +41,60 @@ const char* const LEVELS[3] = {"intra_socket", "inter_socket", "inter_node"};
 
 using Table = std::vector<std::pair<double, double>>; // (from payload bytes, factor)
 
+struct Overhead {
+  double from;   // payload bytes
+  double send_s; // seconds
+  double recv_s;
+};
+using Overheads = std::vector<Overhead>; // ascending; empty = none
+
 struct Tables {
   int cores_per_socket = 1;
   Table lat[3];
   Table bw[3];
-  double send_s[3] = {0.0, 0.0, 0.0};
-  double recv_s[3] = {0.0, 0.0, 0.0};
+  Overheads over[3];
 };
 
-/* "send_s:recv_s" into the level's two overheads; absent = none */
-bool parse_overhead(const char* text, double& send_s, double& recv_s)
+/* "send_s:recv_s" (every size) or "from:send_s:recv_s;..." into a level's overheads */
+Overheads parse_overheads(const char* text)
 {
+  Overheads out;
   if (text == nullptr || *text == '\0')
-    return false;
+    return out;
   std::string s(text);
-  size_t colon = s.find(':');
-  if (colon == std::string::npos)
-    throw std::invalid_argument("collbench platform: malformed overhead '" + s + "'");
-  send_s = std::stod(s.substr(0, colon));
-  recv_s = std::stod(s.substr(colon + 1));
-  return send_s > 0 || recv_s > 0;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t end = s.find(';', pos);
+    if (end == std::string::npos)
+      end = s.size();
+    std::string item = s.substr(pos, end - pos);
+    size_t c1        = item.find(':');
+    size_t c2        = c1 == std::string::npos ? c1 : item.find(':', c1 + 1);
+    if (c1 == std::string::npos)
+      throw std::invalid_argument("collbench platform: malformed overhead '" + item + "'");
+    if (c2 == std::string::npos) // the constant form
+      out.push_back({0.0, std::stod(item.substr(0, c1)), std::stod(item.substr(c1 + 1))});
+    else
+      out.push_back({std::stod(item.substr(0, c1)), std::stod(item.substr(c1 + 1, c2 - c1 - 1)),
+                     std::stod(item.substr(c2 + 1))});
+    pos = end + 1;
+  }
+  return out;
+}
+
+/* (send, recv) seconds for a message of `size` payload bytes: linear between entries */
+std::pair<double, double> overhead_at(const Overheads& o, double size)
+{
+  if (o.empty())
+    return {0.0, 0.0};
+  for (size_t i = 0; i + 1 < o.size(); i++) {
+    if (size >= o[i].from && size < o[i + 1].from) {
+      double w = (size - o[i].from) / (o[i + 1].from - o[i].from);
+      return {o[i].send_s + w * (o[i + 1].send_s - o[i].send_s),
+              o[i].recv_s + w * (o[i + 1].recv_s - o[i].recv_s)};
+    }
+  }
+  return {o.back().send_s, o.back().recv_s};
 }
 
 Table parse_table(const char* text)
@@ -132,17 +167,18 @@ void load_platform(const sg4::Engine& e)
     tables->bw[i]  = parse_table(zone->get_property(std::string("collbench/bw-factor/") + LEVELS[i]));
   }
   bool overheads = false;
-  for (int i = 0; i < 3; i++)
-    overheads |= parse_overhead(zone->get_property(std::string("collbench/overhead/") + LEVELS[i]),
-                                tables->send_s[i], tables->recv_s[i]);
+  for (int i = 0; i < 3; i++) {
+    tables->over[i] = parse_overheads(zone->get_property(std::string("collbench/overhead/") + LEVELS[i]));
+    overheads |= not tables->over[i].empty();
+  }
   if (overheads) {
-    auto send = [tables](size_t, sg4::Host* src, sg4::Host* dst) {
-      return tables->send_s[level_of(*tables, src, dst)];
+    auto send = [tables](size_t size, sg4::Host* src, sg4::Host* dst) {
+      return overhead_at(tables->over[level_of(*tables, src, dst)], double(size)).first;
     };
     smpi_register_op_cost_callback(SmpiOperation::SEND, send);
     smpi_register_op_cost_callback(SmpiOperation::ISEND, send);
-    smpi_register_op_cost_callback(SmpiOperation::RECV, [tables](size_t, sg4::Host* src, sg4::Host* dst) {
-      return tables->recv_s[level_of(*tables, src, dst)];
+    smpi_register_op_cost_callback(SmpiOperation::RECV, [tables](size_t size, sg4::Host* src, sg4::Host* dst) {
+      return overhead_at(tables->over[level_of(*tables, src, dst)], double(size)).second;
     });
   }
   auto* model = zone->get_network_model();

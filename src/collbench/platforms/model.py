@@ -119,6 +119,28 @@ def _factors(value: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return value
 
 
+def _overhead_rows(value: list[tuple[int, float, float]]) -> list[tuple[int, float, float]]:
+    """[[from_bytes, send_us, recv_us], ...]: from 0 bytes, sizes increasing, bounded."""
+    if not value:
+        return value
+    if value[0][0] != 0:
+        raise _Problem("the first entry must start at 0 bytes, e.g. [[0, 0.1, 0.05], "
+                       "[4096, 0.4, 0.1]]")
+    if len(value) > MAX_FACTORS:
+        raise _Problem(f"{len(value)} entries is not valid; valid: at most {MAX_FACTORS}")
+    for (a, *_), (b, *_) in itertools.pairwise(value):
+        if b <= a:
+            raise _Problem(f"sizes must increase: {b} comes after {a}")
+    for size, send, recv in value:
+        if not BYTES.holds(size):
+            raise _Problem(f"size {size} is not valid; valid: {BYTES.words}")
+        for what, us in (("send", send), ("recv", recv)):
+            if not OVERHEAD.holds(us):
+                raise _Problem(f"{what} overhead {us!r} at {size} B is not valid; valid: "
+                               f"{OVERHEAD.words}")
+    return value
+
+
 def _calibration(value: dict[str, Any]) -> dict[str, Any]:
     """The [calibration] summary: free-form, but only strings, booleans, bounded numbers
     and flat lists of them (cluster_toml writes it back as it is)."""
@@ -158,6 +180,8 @@ Count = Annotated[int, Field(ge=1), AfterValidator(COUNT)]
 Bytes = Annotated[int, Field(ge=0), AfterValidator(BYTES)]
 Factors = Annotated[list[tuple[Annotated[int, Field(ge=0)], float]],
                     BeforeValidator(_pairs), AfterValidator(_factors)]
+OverheadRows = Annotated[list[tuple[Annotated[int, Field(ge=0)], float, float]],
+                         BeforeValidator(_pairs), AfterValidator(_overhead_rows)]
 
 
 class Level(_Table):
@@ -175,6 +199,12 @@ class Level(_Table):
     recv_overhead_us: Overhead = Field(0.0, description=(
         "CPU time the receiver spends per message at this level (LogGP o_r, µs); part of "
         "latency_us, not added to it."))
+    # On shared memory the eager protocol's copies are CPU work that grows with the size:
+    # a root pays each message's copy before the next leaves (calibrate --overhead-share).
+    overhead_per_size: OverheadRows = Field(default_factory=list, description=(
+        "Size-dependent overheads [[from_bytes, send_us, recv_us], ...], interpolated "
+        "linearly between entries; the first entry (0 bytes) must equal send_overhead_us "
+        "and recv_overhead_us. Empty: the two constants at every size."))
 
     @model_validator(mode="after")
     def _overheads_within_latency(self) -> Level:
@@ -183,10 +213,28 @@ class Level(_Table):
             raise _Problem(f"send_overhead_us + recv_overhead_us = {total:g} is not below "
                            f"latency_us ({self.latency_us:g}); the overheads are part of the "
                            "ping-pong latency")
+        rows = self.overhead_per_size
+        if rows and (rows[0][1], rows[0][2]) != (self.send_overhead_us, self.recv_overhead_us):
+            raise _Problem(f"overhead_per_size starts with {rows[0][1]:g}/{rows[0][2]:g} µs but "
+                           f"send_overhead_us/recv_overhead_us are {self.send_overhead_us:g}/"
+                           f"{self.recv_overhead_us:g}; valid: the same values at 0 bytes")
         return self
 
     def overheads(self) -> bool:
-        return self.send_overhead_us > 0 or self.recv_overhead_us > 0
+        return (self.send_overhead_us > 0 or self.recv_overhead_us > 0
+                or any(s > 0 or r > 0 for _, s, r in self.overhead_per_size))
+
+    def overhead_at(self, size: int) -> tuple[float, float]:
+        """(o_s, o_r) in µs for a message of `size` bytes, as the platform loader charges
+        them (linear between entries, the last entry's beyond it)."""
+        rows = self.overhead_per_size
+        if not rows:
+            return self.send_overhead_us, self.recv_overhead_us
+        for (a, sa, ra), (b, sb, rb) in itertools.pairwise(rows):
+            if a <= size < b:
+                w = (size - a) / (b - a)
+                return sa + w * (sb - sa), ra + w * (rb - ra)
+        return rows[-1][1], rows[-1][2]
 
     def calibrated(self) -> bool:
         """True when a factor differs from 1 or overheads are set (the platform then needs

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr
 
-from collbench.platforms.model import LEVELS, Cluster
+from collbench.platforms.model import LEVELS, Cluster, Level
 
 SMPI_ENVELOPE = 16  # bytes SMPI adds to every message (factors are looked up with them)
 DETACHED_DEFAULT = 65536  # SMPI's default smpi/send-is-detached-thresh
@@ -161,6 +161,14 @@ def _network(cluster: Cluster, out: list[str]) -> None:
                 for k in range(leaves)]
 
 
+def overhead_value(level: Level) -> str:
+    """"send:recv" seconds, or "from:send:recv;..." for size-dependent overheads."""
+    rows = level.overhead_per_size
+    if not rows:
+        return f"{level.send_overhead_us * 1e-6:.9g}:{level.recv_overhead_us * 1e-6:.9g}"
+    return ";".join(f"{size}:{s * 1e-6:.9g}:{r * 1e-6:.9g}" for size, s, r in rows)
+
+
 def platform_xml(cluster: Cluster) -> str:
     """The SimGrid platform file for this cluster (deterministic: same input, same bytes)."""
     out = ["<?xml version='1.0'?>",
@@ -180,10 +188,9 @@ def platform_xml(cluster: Cluster) -> str:
                     f'value="{factor_value(level.lat_factor)}"/>',
                     f'    <prop id="collbench/bw-factor/{name}" '
                     f'value="{factor_value(level.bw_factor)}"/>']
-            if level.overheads():  # seconds, "send:recv", for the loader's cost callbacks
+            if level.overheads():  # seconds, for the loader's cost callbacks
                 out.append(f'    <prop id="collbench/overhead/{name}" '
-                           f'value="{level.send_overhead_us * 1e-6:.9g}:'
-                           f'{level.recv_overhead_us * 1e-6:.9g}"/>')
+                           f'value="{overhead_value(level)}"/>')
     for n in range(cluster.nodes):
         _node_zone(cluster, n, out)
     if cluster.nodes > 1:

@@ -112,6 +112,10 @@ def cluster_toml(cluster: Cluster, header: str = "",
             if lv.overheads():
                 out += [f"send_overhead_us = {_float(lv.send_overhead_us, exact)}",
                         f"recv_overhead_us = {_float(lv.recv_overhead_us, exact)}"]
+            if lv.overhead_per_size:
+                out.append("overhead_per_size = [" + ", ".join(
+                    f"[{b}, {_float(s, exact)}, {_float(r, exact)}]"
+                    for b, s, r in lv.overhead_per_size) + "]")
     t = cluster.topology
     out += ["", "[topology]", f"kind = {_fmt(t.kind)}"]
     if t.kind == "fat-tree":

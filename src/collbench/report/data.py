@@ -18,6 +18,7 @@ import duckdb
 
 from collbench import points
 from collbench.analyse import Comparison, algorithm_label, compare
+from collbench.analyse.summary import recommended
 from collbench.errors import UserError, did_you_mean
 from collbench.report import figures
 from collbench.store import Store
@@ -51,7 +52,9 @@ def read(store: Store, baseline: str, stat: str, collective: str | None,
     finally:
         con.close()  # before figures are drawn in forked workers: no DuckDB threads then
     ok = any(n for (_, status), n in counts.items() if status == "ok")
-    comp = compare(store, baseline, stat, collective, None, confidence) if ok else None
+    # the recommendation of compare --summary and tune (smoothed), not the per-size one
+    comp = recommended(compare(store, baseline, stat, collective, None, confidence)) \
+        if ok else None
     return ReportData(store.root, campaign, _provenance(store),
                       counts, tails, samples, launches, comp)
 

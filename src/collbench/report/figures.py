@@ -59,8 +59,9 @@ def palette(labels: Sequence[str]) -> dict[str, Color]:
 
 
 def paths(stem: Path, fmt: str) -> list[Path]:
-    """The files `save` writes for `stem`: PNG first (the page embeds the first)."""
-    return [stem.with_suffix(f".{ext}") for ext in FORMATS[fmt]]
+    """The files `save` writes for `stem`: PNG first (the page embeds the first). The
+    extension is added, never substituted: a stem may hold a dot (an OSU version, 5.9)."""
+    return [stem.with_name(f"{stem.name}.{ext}") for ext in FORMATS[fmt]]
 
 
 @dataclass(frozen=True)

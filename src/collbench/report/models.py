@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from collbench.analyse.against import POINT_COLUMNS, Against, _point_row, summary_lines
 from collbench.analyse.compare import block_title
@@ -40,59 +41,93 @@ def title(ctx: Context) -> str:
     return block_title(ctx[0], ctx[1], None, None, ctx[2] or None, None, None)
 
 
+PANEL_COLUMNS: Final = 4  # small multiples: panels per row
+RATIO_TICKS: Final = (0.1, 0.2, 0.5, 0.8, 1.0, 1.25, 2.0, 5.0, 10.0)
+
+
+def _by_algorithm(points: Sequence[PointError]) -> dict[str, list[PointError]]:
+    """Each algorithm's sized points, by size (size 0 cannot go on a log axis)."""
+    out: dict[str, list[PointError]] = {}
+    for p in sorted(points, key=lambda p: p.key.size_bytes):
+        if p.key.size_bytes > 0:
+            out.setdefault(p.key.algorithm, []).append(p)
+    return out
+
+
+def _panels(n: int, height: float) -> tuple[Figure, list[Any]]:
+    """n panels in rows of up to PANEL_COLUMNS, sharing both axes."""
+    cols = max(1, min(PANEL_COLUMNS, n))
+    rows = max(1, -(-n // cols))
+    width = 0.9 + 3.1 * cols
+    fig = Figure(figsize=(width, 0.8 + height * rows))
+    fig.subplots_adjust(left=0.9 / width, right=1 - 0.2 / width, bottom=0.55 / fig.get_figheight(),
+                        top=1 - 0.6 / fig.get_figheight(), wspace=0.12, hspace=0.45)
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True).ravel().tolist()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
 def overlay(title: str, points: Sequence[PointError], colors: Mapping[str, Color],
             a_name: str, b_name: str) -> Figure:
-    """Latency vs size: A solid with markers, B dashed, one colour per algorithm."""
-    labels = list(dict.fromkeys(p.key.algorithm for p in points))
-    margin = _legend_margin([f"{lab} ({b_name})" for lab in labels])
-    fig, ax = _frame(7.5 + margin, 5.0, right=margin)
-    for i, label in enumerate(labels):
-        pts = sorted((p for p in points if p.key.algorithm == label and p.key.size_bytes > 0),
-                     key=lambda p: p.key.size_bytes)
-        if not pts:
-            continue
+    """Small multiples: one panel per algorithm, A solid with markers against B dashed,
+    latency vs size on shared log axes (one scale: panels compare by eye)."""
+    by_alg = _by_algorithm(points)
+    fig, axes = _panels(max(1, len(by_alg)), 2.6)
+    sizes = [p.key.size_bytes for pts in by_alg.values() for p in pts]
+    for i, (ax, (label, pts)) in enumerate(zip(axes, by_alg.items(), strict=False)):
         x = [float(p.key.size_bytes) for p in pts]
         color = colors.get(label, (0.0, 0.0, 0.0, 1.0))
         ax.plot(x, [p.measured_us for p in pts], color=color, linewidth=1.3,
                 marker=figures.MARKERS[i % len(figures.MARKERS)], markersize=3.5,
-                label=f"{label} ({a_name})")
-        ax.plot(x, [p.predicted_us for p in pts], color=color, linewidth=1.3,
+                label=a_name)
+        ax.plot(x, [p.predicted_us for p in pts], color="0.25", linewidth=1.2,
                 linestyle="--", marker="x" if len(x) == 1 else None,  # one size: a point
-                label=f"{label} ({b_name})")
-    sizes = [p.key.size_bytes for p in points if p.key.size_bytes > 0]
-    if sizes:
-        _size_axis(ax, sizes)
-    _log_y(ax)
-    ax.set_xlabel("message size (bytes per rank)")
-    ax.set_ylabel("latency (µs)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="major", alpha=0.3)
-    _legend(ax)
+                label=b_name)
+        ax.set_title(label, fontsize=9)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="upper left", fontsize=7, frameon=False)
+    for ax in axes:
+        if sizes:
+            _size_axis(ax, sizes)
+        _log_y(ax)
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("message size (bytes per rank)", fontsize=8)
+        ax.set_ylabel("latency (µs)", fontsize=8)
+    fig.suptitle(f"{title}: {a_name} (solid) and {b_name} (dashed)", fontsize=10)
     return fig
 
 
 def residuals(title: str, points: Sequence[PointError], colors: Mapping[str, Color]) -> Figure:
-    """Signed error of B in % of A against size, one line per algorithm."""
+    """B / A against size on a log-ratio axis (2× over and 2× under lie as far from 1),
+    one line per algorithm."""
     labels = list(dict.fromkeys(p.key.algorithm for p in points))
     margin = _legend_margin(labels)
     fig, ax = _frame(7.5 + margin, 3.6, right=margin)
-    for i, label in enumerate(labels):
-        pts = sorted((p for p in points if p.key.algorithm == label and p.key.size_bytes > 0),
-                     key=lambda p: p.key.size_bytes)
-        if pts:
-            ax.plot([float(p.key.size_bytes) for p in pts],
-                    [(p.ratio - 1) * 100 for p in pts], color=colors.get(label, "black"),
-                    marker=figures.MARKERS[i % len(figures.MARKERS)], markersize=3,
-                    linewidth=1.1, label=label)
+    ratios = []
+    for i, (label, pts) in enumerate(_by_algorithm(points).items()):
+        ys = [max(p.ratio, 1e-6) for p in pts]
+        ratios += ys
+        ax.plot([float(p.key.size_bytes) for p in pts], ys, color=colors.get(label, "black"),
+                marker=figures.MARKERS[i % len(figures.MARKERS)], markersize=3,
+                linewidth=1.1, label=label)
     sizes = [p.key.size_bytes for p in points if p.key.size_bytes > 0]
     if sizes:
         _size_axis(ax, sizes)
-    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    if ratios:
+        span = max(1.25, *(max(r, 1 / r) for r in ratios)) * 1.1
+        ax.set_ylim(1 / span, span)  # symmetric about 1
+    ax.yaxis.set_major_locator(FixedLocator(list(RATIO_TICKS)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.axhline(1, color="black", linewidth=0.8)
     ax.set_xlabel("message size (bytes per rank)")
-    ax.set_ylabel("(B − A) / A  (%)")
+    ax.set_ylabel("B / A (log scale; 1 = exact)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax)
+    if ratios:
+        _legend(ax)
     return fig
 
 
@@ -244,14 +279,23 @@ def section(results: Path, dest: Any, model_file: Path | None, against_folder: P
         colors = figures.palette(list(dict.fromkeys(p.key.algorithm for p in pts)))
         figs.append(dest.figure(partial(overlay, name, pts, colors, "measured", "predicted"),
                                 f"{stem}_overlay",
-                                f"{name}: measured (solid, {results.name}) and {b_name} "
-                                "(dashed) latency per algorithm."))
+                                f"{name}: one panel per algorithm, measured (solid, "
+                                f"{results.name}) and {b_name} (dashed) latency; one scale "
+                                "in every panel."))
         figs.append(dest.figure(partial(residuals, name, pts, colors), f"{stem}_residuals",
-                                f"{name}: residuals, (predicted − measured) / measured in %."))
+                                f"{name}: predicted / measured per algorithm, on a log-ratio "
+                                "axis (1 = exact; 2× over and 2× under equally far)."))
     files = dest.table("models_points", _points_markdown(result),
                        csv_table([_point_row(p) for p in result.points], POINT_COLUMNS))
+    tables = section_tables(result, p2p, reg)
+    if model_file is not None:  # why, per level (report/explain.py)
+        from collbench.report import explain
+
+        whys, why_notes = explain.explain_store(store, model, a, stat)
+        tables.append(explain.table(whys))
+        notes += why_notes
     return html.ModelSection(f"Models: measured against {b_name}",
-                             tuple(section_tables(result, p2p, reg)), tuple(figs),
+                             tuple(tables), tuple(figs),
                              tuple(notes), tuple(files))
 
 

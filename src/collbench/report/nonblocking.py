@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from collbench import points as door
 from collbench.analyse import algorithm_label
 from collbench.analyse.compare import block_title
+from collbench.analyse.stability import SIMULATED
 from collbench.report import figures, html
 from collbench.report.output import Output
 from collbench.sizes import format_size
@@ -36,6 +37,13 @@ class NbPoint:
     size_bytes: int
     n: int
     values: Mapping[str, float]  # median over repetitions of each of FIGURES present
+    simulated: bool = False  # SimGrid: progress is not modelled, so neither is overlap
+
+
+# Under SimGrid a non-blocking collective's messages advance whatever the ranks do (the
+# simulator does not model an MPI's progress engine), so the overlap it gives (near 100 %)
+# is not a measurement: it is shown as not modelled. docs/nonblocking.md.
+NOT_MODELLED = "not modelled (SimGrid does not model MPI progress)"
 
 
 def read(store: Store, collective: str | None = None) -> dict[str, list[NbPoint]]:
@@ -62,8 +70,9 @@ def read(store: Store, collective: str | None = None) -> dict[str, list[NbPoint]
                 values[key] = statistics.median(xs)
         shown = label + (f" t={tests}" if tests is not None else " t=?") + (
             f" compute={compute}" if compute not in (None, "auto") else "")
+        simulated = any(m.get("backend") in SIMULATED for m in ms)
         out.setdefault(block_title(*ctx), []).append(
-            NbPoint(shown, label, tests, size, len(ms), values))
+            NbPoint(shown, label, tests, size, len(ms), values, simulated))
     return out
 
 
@@ -75,17 +84,24 @@ def overlap(title: str, points: Sequence[NbPoint]) -> Figure:
     fig, ax = figures._frame(7.5 + margin, 4.5, right=margin)
     for i, label in enumerate(labels):
         pts = sorted((p for p in points if p.label == label and p.size_bytes > 0
-                      and "overlap_pct" in p.values), key=lambda p: p.size_bytes)
+                      and "overlap_pct" in p.values and not p.simulated),
+                     key=lambda p: p.size_bytes)
+        if not pts:
+            continue
         ax.plot([float(p.size_bytes) for p in pts], [p.values["overlap_pct"] for p in pts],
                 marker=figures.MARKERS[i % len(figures.MARKERS)], markersize=3.5,
                 linewidth=1.3, color=colors[label], label=label)
+    if any(p.simulated for p in points):
+        ax.text(0.5, 0.5, f"overlap {NOT_MODELLED}", transform=ax.transAxes, ha="center",
+                va="center", fontsize=9, color="0.35", wrap=True)
     figures._size_axis(ax, [p.size_bytes for p in points if p.size_bytes > 0])
     ax.set_ylim(-2, 102)
     ax.set_xlabel("message size (bytes per rank)")
     ax.set_ylabel("overlap % (OSU), median over repetitions")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    figures._legend(ax)
+    if ax.get_lines():
+        figures._legend(ax)
     return fig
 
 
@@ -127,13 +143,15 @@ def overall_vs_pure(title: str, points: Sequence[NbPoint]) -> Figure:
 def _table(points: Sequence[NbPoint]) -> tuple[str, str]:
     cols = ["size", "setting", "n", *FIGURES]
     rows = [[format_size(p.size_bytes), p.label, str(p.n),
-             *(f"{p.values[k]:.2f}" if k in p.values else "-" for k in FIGURES)]
+             *("not modelled" if k == "overlap_pct" and p.simulated else
+               f"{p.values[k]:.2f}" if k in p.values else "-" for k in FIGURES)]
             for p in points]
     md = "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols),
                     *("| " + " | ".join(r) + " |" for r in rows)])
     # The CSV holds the numbers unrounded, spelled as in every collbench CSV (tables.py).
     csv = csv_table([{"size": format_size(p.size_bytes), "setting": p.label, "n": p.n,
-                      **{k: p.values.get(k) for k in FIGURES}} for p in points], cols)
+                      **{k: None if k == "overlap_pct" and p.simulated else p.values.get(k)
+                         for k in FIGURES}} for p in points], cols)
     return md, csv
 
 

@@ -25,7 +25,8 @@ from collbench.report.spread import STRIP_MAX, spread
 BOX_LABELS: Final = 4  # baseline + the 3 fastest: more boxes per size are unreadable
 SCALING_SIZES: Final = 3
 UNKNOWN: Final = Machine(None, None)
-SCALING_LABELS: Final = 4  # the baseline and the 3 algorithms that win most size ranges
+# Every algorithm up to 10 (tab10's colours); beyond, the baseline and those that win most.
+SCALING_LABELS: Final = 10
 
 
 def collectives(comp: Comparison | None, counts: Counts, tails: Tails,
@@ -181,10 +182,13 @@ def _shared_scale(points: Sequence[PointStat]) -> tuple[float, float] | None:
 def _scaling(comp: Comparison, name: str, points: Sequence[PointStat],
              dest: Output, machine: Machine) -> html.FigureRef | None:
     """Latency vs process count per algorithm and placement, at a few representative sizes:
-    the baseline and the algorithms recommended most often."""
+    every algorithm measured, or beyond SCALING_LABELS the baseline and the algorithms
+    recommended most often."""
     counts = Counter(r.algorithm for r in comp.ranges
                      if r.collective == name and r.algorithm != comp.baseline)
-    labels = {comp.baseline, *(lab for lab, _ in counts.most_common(SCALING_LABELS - 1))}
+    every = {p.label for p in points}
+    labels = every if len(every) <= SCALING_LABELS else {comp.baseline, *(
+        lab for lab, _ in counts.most_common(SCALING_LABELS - 1))}
     chosen = [p for p in points if p.label in labels]
     by_line: dict[tuple[str, str, int], dict[int, PointStat]] = {}
     for p in chosen:
@@ -204,8 +208,9 @@ def _scaling(comp: Comparison, name: str, points: Sequence[PointStat],
                    comp.baseline)
     return dest.figure(draw, dest.slug(f"{name}_scaling"),
                        f"{name}: {stat} latency against the number of processes, one line per "
-                       f"algorithm and placement ({comp.baseline}, the baseline, and the "
-                       "algorithms recommended for the most size ranges), at the smallest, a "
+                       f"algorithm and placement ({comp.baseline}, the baseline, bold; every "
+                       f"algorithm measured, or beyond {SCALING_LABELS} the ones recommended "
+                       "for the most size ranges), at the smallest, a "
                        "middle and the largest size measured at several process counts; bars: "
                        "confidence interval of the median; lines continue across node "
                        "boundaries (dashed); dotted: socket boundaries; hollow points and the "

@@ -12,8 +12,10 @@ Rule (docs/study.md): each candidate's scores against the baseline's, exact two-
 Mann-Whitney with Holm over the stage's candidates, and the Hodges-Lehmann/Moses interval
 of the ratio — the tests of `collbench compare` (analyse.stats). A candidate is better when
 the Holm-adjusted p < 1 - confidence, the interval lies below 1 and the estimated gain is at
-least min_gain. The best-scoring better candidate is kept; if none is better, the baseline
-is.
+least min_gain; worse when the p is as small and the interval lies above 1. The tests are
+made over every point and again per message-size range (analyse.against.BANDS). The
+best-scoring candidate better overall or in a range, and worse in none, is kept; if there
+is none, the baseline is.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from collbench import points
+from collbench.analyse.against import BANDS, band_of
 from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median
 from collbench.catalog.forcing import is_forcing_mca
 from collbench.store import Store
@@ -45,6 +48,16 @@ class Setting:
     ci_high: float | None
     p_holm: float | None
     better: bool | None  # None: not testable (fewer than 2 complete repetitions)
+    worse: bool | None = None  # significantly slower (decisions before it: not recorded)
+
+
+@dataclass(frozen=True)
+class Band:
+    """The stage's tests on the points of one message-size range only."""
+
+    name: str  # analyse.against.BANDS: "<= 1 KiB", "1-64 KiB", ">= 64 KiB"
+    points: int
+    settings: tuple[Setting, ...]
 
 
 @dataclass(frozen=True)
@@ -59,15 +72,19 @@ class Decision:
     confidence: float
     min_gain: float
     settings: tuple[Setting, ...]
+    bands: tuple[Band, ...] = ()  # per size range, when the points span more than one
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Decision:
-        settings = tuple(Setting(**dict(s, scores=tuple(s["scores"])))
-                         for s in data["settings"])
-        return Decision(**dict(data, settings=settings))
+        def settings(raw: list[dict[str, Any]]) -> tuple[Setting, ...]:
+            return tuple(Setting(**dict(s, scores=tuple(s["scores"]))) for s in raw)
+
+        bands = tuple(Band(b["name"], b["points"], settings(b["settings"]))
+                      for b in data.get("bands", ()))
+        return Decision(**dict(data, settings=settings(data["settings"]), bands=bands))
 
 
 def setting_of(row: dict[str, Any], param: Parameter) -> str | None:
@@ -123,8 +140,25 @@ def scores(reps: dict[int, dict[PointKey, float]], ref: dict[PointKey, float]) -
 
 def decide(store: Store, param: Parameter, column: str, confidence: float, min_gain: float,
            planned: int) -> Decision:
-    """The stage's verdict from what its results folder holds."""
+    """The stage's verdict from what its results folder holds: tested on every point, and
+    on each message-size range alone (a setting may help small messages and hurt large)."""
     points, complete = complete_repetitions(fetch_rows(store, column), param, column)
+    settings = _tested(param, points, complete, confidence, min_gain, planned)
+    by_band: dict[str, set[PointKey]] = {}
+    for k in points:
+        by_band.setdefault(band_of(k[5]), set()).add(k)
+    bands = tuple(Band(name, len(by_band[name]), tuple(_tested(
+        param, by_band[name], complete, confidence, min_gain, planned)))
+        for name, _, _ in BANDS if name in by_band) if len(by_band) > 1 else ()
+    kept, reason = _verdict(settings, bands, param, planned)
+    n = len(points) if settings[0].scores else 0
+    return Decision(param.name, param.kind, param.baseline, kept, reason, n, column,
+                    confidence, min_gain, tuple(settings), bands)
+
+
+def _tested(param: Parameter, points: set[PointKey], complete: Values, confidence: float,
+            min_gain: float, planned: int) -> list[Setting]:
+    """Each setting's scores on `points` and its tests against the baseline."""
     base_reps = complete.get(param.baseline, {})
     ref = {k: median([vals[k] for vals in base_reps.values()]) for k in points} \
         if base_reps else {}
@@ -146,23 +180,40 @@ def decide(store: Store, param: Parameter, column: str, confidence: float, min_g
         ratio = score / base_score if score is not None and base_score else None
         ci = tests[v][1] if v in tests else None
         p = adjusted.get(v)
+        significant = p is not None and p < 1 - confidence
         better = None if p is None else bool(
-            p < 1 - confidence and ci is not None and ci.high < 1
-            and ratio is not None and ratio <= 1 - min_gain)
+            significant and ci is not None and ci.high < 1 and ratio is not None
+            and ratio <= 1 - min_gain)
+        worse = None if p is None else bool(significant and ci is not None and ci.low > 1)
         settings.append(Setting(v, False, s, planned, score, ratio, ci.low if ci else None,
-                                ci.high if ci else None, p, better))
-    kept, reason = _verdict(settings, param, planned)
-    return Decision(param.name, param.kind, param.baseline, kept, reason, len(ref), column,
-                    confidence, min_gain, tuple(settings))
+                                ci.high if ci else None, p, better, worse))
+    return settings
 
 
-def _verdict(settings: Sequence[Setting], param: Parameter, planned: int) -> tuple[str, str]:
+def _verdict(settings: Sequence[Setting], bands: Sequence[Band], param: Parameter,
+             planned: int) -> tuple[str, str]:
+    """Kept: the best-scoring candidate significantly better than the baseline overall or
+    in a size range, and significantly worse in none; else the baseline."""
     base = settings[0]
     if len(base.scores) < 2:
         return param.baseline, (f"baseline has {len(base.scores)} complete repetitions of "
                                 f"{planned}: nothing could be tested; baseline kept")
-    better = [s for s in settings[1:] if s.better]
-    if not better:
-        return param.baseline, "no setting significantly better than the baseline"
-    best = min(better, key=lambda s: s.score if s.score is not None else math.inf)
-    return best.value, f"{best.value} significantly better than the baseline"
+    where: dict[str, tuple[list[str], list[str]]] = {}  # value -> (better at, worse at)
+    for name, tested in [("every size", settings), *((b.name, b.settings) for b in bands)]:
+        for s in tested[1:]:
+            better, worse = where.setdefault(s.value, ([], []))
+            (better if s.better else worse if s.worse else []).append(name)
+    fit = [s for s in settings[1:] if where[s.value][0] and not where[s.value][1]]
+    if fit:
+        best = min(fit, key=lambda s: s.score if s.score is not None else math.inf)
+        return best.value, (f"{best.value} significantly better than the baseline at "
+                            f"{', '.join(where[best.value][0])}, worse nowhere")
+    mixed = [f"{v} better at {', '.join(b)} but worse at {', '.join(w)}"
+             for v, (b, w) in where.items() if b and w]
+    if mixed:
+        return param.baseline, f"{'; '.join(mixed)}; baseline kept"
+    worse = [v for v, (_, w) in where.items() if w]
+    if worse:
+        return param.baseline, (f"no setting significantly better; significantly worse: "
+                                f"{', '.join(worse)}; baseline kept")
+    return param.baseline, "no setting significantly better than the baseline"

@@ -46,6 +46,9 @@ class McaParam:
     synonym_of: str | None = None
     at_least: int | None = None  # from the help text's "(must be >= N)"
     disabled: bool = False
+    # A framework's selection parameter (btl, pml, coll, ...): its components by every name
+    # they answer to (an old name such as vader, from its parameters' synonyms) -> the name.
+    components: dict[str, str] = field(default_factory=dict)
 
 
 def parse_params(text: str) -> dict[str, McaParam]:
@@ -71,7 +74,45 @@ def parse_params(text: str) -> dict[str, McaParam]:
             p.disabled = value == "true"
         elif key == "help" and (bound := _AT_LEAST.search(value)):
             p.at_least = int(bound.group(1))
+    for framework, names in _components(text, params).items():
+        if framework in params:
+            params[framework].components = names
     return params
+
+
+_COMPONENT: Final = re.compile(r"^mca:([a-z0-9_]+):([a-z0-9_]+):version:")
+
+
+def _components(text: str, params: dict[str, McaParam]) -> dict[str, dict[str, str]]:
+    """framework -> {name or old name: component}. Open MPI 5 still takes a renamed
+    component's old name (btl vader is sm); ompi_info says so only through the synonyms
+    of its parameters (btl_vader_eager_limit -> btl_sm_eager_limit)."""
+    found: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        m = _COMPONENT.match(line.strip())
+        if m and m.group(2) != "base":
+            found.setdefault(m.group(1), {})[m.group(2)] = m.group(2)
+    for name, p in params.items():
+        target = p.synonym_of or ""
+        framework = target.split("_", 1)[0]
+        names = found.get(framework, {})
+        for comp in list(names.values()):
+            prefix = f"{framework}_{comp}_"
+            rest = target.removeprefix(prefix)
+            if rest != target and name.startswith(f"{framework}_") and name.endswith(f"_{rest}"):
+                old = name[len(framework) + 1:len(name) - len(rest) - 1]
+                if old and "_" not in old and old not in names:
+                    names[old] = comp
+    return found
+
+
+def component_set(p: McaParam, value: str) -> tuple[bool, frozenset[str]]:
+    """(excluded, components) a framework selection value names ("^a,b": all but a and b),
+    old names replaced by the current ones."""
+    excluded = value.strip().startswith("^")
+    items = value.strip().removeprefix("^").split(",")
+    return excluded, frozenset(p.components.get(c.strip(), c.strip()) for c in items
+                               if c.strip())
 
 
 def query_params(ompi_info: Path) -> dict[str, McaParam]:
@@ -126,6 +167,9 @@ def check_value(p: McaParam, value: str, where: str) -> str:
         choices = [f"{label} ({number})" for label, number in p.enumerators.items()]
         raise UserError(f"{where}: {value!r} is not a value of {p.name}; valid: "
                         f"{', '.join(choices)}{did_you_mean(value, p.enumerators)}")
+    if p.components:
+        _check_components(p, value, where)
+        return value
     if p.type in _INT_RANGES:
         return str(_check_int(p, value, where))
     if p.type == "double":
@@ -149,3 +193,15 @@ def _check_int(p: McaParam, value: str, where: str) -> int:
         raise UserError(f"{where}: {value} is out of range for {p.name} ({p.type}); "
                         f"valid: {low} to {high}")
     return number
+
+
+def _check_components(p: McaParam, value: str, where: str) -> None:
+    """Every component a selection value names is one of this MPI's (or an old name of
+    one): Open MPI would otherwise run without it, or fail at MPI_Init."""
+    items = [c.strip() for c in value.strip().removeprefix("^").split(",")]
+    for c in filter(None, items):  # empty: every component
+        if c not in p.components:
+            valid = sorted(set(p.components.values()))
+            raise UserError(f"{where}: {c!r} is not a {p.name} component of this MPI "
+                            f"(ompi_info); valid: {', '.join(valid)}"
+                            f"{did_you_mean(c, valid)}")

@@ -49,7 +49,8 @@ def _verdict(s: Setting, kept: str) -> str:
         return "kept (baseline)" if s.value == kept else "baseline"
     if s.better is None:
         return "not testable"
-    word = "better" if s.better else "not better"
+    word = ("significantly better" if s.better else "significantly worse" if s.worse
+            else "no significant difference")
     return f"{word}, kept" if s.value == kept else word
 
 
@@ -58,12 +59,26 @@ def stage_table(d: Decision) -> list[str]:
     lines = [f"| setting | complete reps | median score | ratio | {pct} CI | p (Holm) | verdict |",
              "|---|---:|---:|---:|---|---:|---|"]
     for s in d.settings:
-        ci = ("" if s.ci_low is None or s.ci_high is None
-              else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]")
         lines.append(f"| {s.value}{' (baseline)' if s.is_baseline else ''} | "
-                     f"{len(s.scores)}/{s.planned} | {_fmt(s.score)} | "
-                     f"{'' if s.is_baseline else _fmt(s.ratio)} | {ci} | "
-                     f"{'' if s.p_holm is None else f'{s.p_holm:.3g}'} | {_verdict(s, d.kept)} |")
+                     f"{len(s.scores)}/{s.planned} | {_fmt(s.score)} | {_tested(s, d.kept)} |")
+    return lines
+
+
+def _tested(s: Setting, kept: str) -> str:
+    ci = "" if s.ci_low is None or s.ci_high is None else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
+    return (f"{'' if s.is_baseline else _fmt(s.ratio)} | {ci} | "
+            f"{'' if s.p_holm is None else f'{s.p_holm:.3g}'} | {_verdict(s, kept)}")
+
+
+def band_table(d: Decision) -> list[str]:
+    """Each candidate tested on each message-size range alone (empty: one range)."""
+    if not d.bands:
+        return []
+    lines = [f"| size range | points | setting | ratio | {d.confidence:.0%} CI | p (Holm) | "
+             "verdict |", "|---|---:|---|---:|---|---:|---|"]
+    for b in d.bands:
+        lines += [f"| {b.name} | {b.points} | {s.value} | {_tested(s, '')} |"
+                  for s in b.settings[1:]]
     return lines
 
 
@@ -84,16 +99,18 @@ def build(out: Path, figures_dir: Path | None = None) -> StudyReport:
           f"statistic {meta['column']}; confidence {meta['confidence']:.0%}"
           + (f"; minimum gain {meta['min_gain']:.0%}" if meta["min_gain"] else "") + ".",
           "Score of a repetition: geometric mean over every measured point of its latency "
-          "divided by the baseline's median at that point (1 = as fast as the baseline). A "
-          "setting is kept when it is significantly better than the baseline (exact "
-          "Mann-Whitney, Holm over the stage's candidates, Hodges-Lehmann ratio interval "
-          "below 1); docs/study.md.", ""]
+          "divided by the baseline's median at that point (1 = as fast as the baseline), "
+          "over every size and over each size range alone. A setting is kept when it is "
+          "significantly better than the baseline over every size or in a size range, and "
+          "significantly worse in none (exact Mann-Whitney, Holm over the stage's "
+          "candidates, Hodges-Lehmann ratio interval below 1, or above 1 for worse); "
+          "docs/study.md.", ""]
     for i, (p, d) in enumerate(zip(params, decisions, strict=False)):
         stem = p.stage_name(i)
         default = f"; Open MPI default {p.mpi_default}" if p.kind == "mca" else ""
         md += [f"## {i + 1}. {p.name} (baseline {p.baseline}{default})", "",
-               *stage_table(d), "", f"Kept: **{d.kept}** ({d.reason}; {d.points} points per "
-               "repetition).", ""]
+               *stage_table(d), "", *band_table(d), *([""] if d.bands else []),
+               f"Kept: **{d.kept}** ({d.reason}; {d.points} points per repetition).", ""]
         rows = fetch_rows(Store(stage_dir(out, p, i)), d.column)
         _, values = complete_repetitions(rows, p, d.column)
         files = _draw(d, values, fig_dir, stem, f"{i + 1}. {p.name}")

@@ -28,7 +28,7 @@ from collbench.inputs import load_toml, read_text
 from collbench.points import COLUMN_STATS as STATS
 from collbench.spec import Spec, format_validation_error, spec_from_dict
 from collbench.spec.fields import BIND_TO, MAP_BY, mca_value
-from collbench.study.mca import McaParam, canonical, check_name, check_value
+from collbench.study.mca import McaParam, canonical, check_name, check_value, component_set
 
 STUDY_REPETITIONS: Final = 30  # the classic study's count; [run] repetitions overrides it
 LAUNCHER: Final = {"bind_to": BIND_TO, "map_by": MAP_BY}  # parameters mpirun sets itself
@@ -227,6 +227,11 @@ def _mca(p: McaParam, t: ParameterTable, where: str, params: dict[str, McaParam]
         raise UserError(f"{where}.baseline: {t.name} has an empty default in ompi_info; give "
                         "the baseline setting explicitly")
     candidates = tuple(v for v in values if not _same(target, v, baseline))
+    for j, v in enumerate(values):
+        for i, earlier in enumerate(values[:j]):
+            if v in candidates and _same(target, v, earlier):
+                raise UserError(f"{where}.values[{j}]: {v!r} is the same setting as "
+                                f"values[{i}] {earlier!r} for {target.name}; measure it once")
     if not candidates:
         raise UserError(f"{where}.values: every value equals the baseline {baseline!r}; "
                         "nothing to compare")
@@ -234,7 +239,11 @@ def _mca(p: McaParam, t: ParameterTable, where: str, params: dict[str, McaParam]
 
 
 def _same(p: McaParam, a: str, b: str) -> bool:
-    """Whether two spellings mean one setting (an enumerator's name and its number)."""
+    """Whether two spellings mean one setting (an enumerator's name and its number; a
+    component list naming a component by its old name: ^vader is ^sm in Open MPI 5)."""
+    if p.components:
+        return component_set(p, a) == component_set(p, b)
+
     def norm(v: str) -> str:
         return p.enumerators.get(v, p.enumerators.get(v.lower(), v.lower()))
     return norm(a) == norm(b)

@@ -17,8 +17,9 @@ The format (coll_han_dynamic_file.h, read by coll_han_dynamic_file.c) nests coun
 Each configuration size and message size is the smallest it applies to, up to the next.
 `#` starts a comment. What collbench writes: at the global level, per measured regime
 (collective, communicator size), `tuned` for the size ranges where a coll/tuned algorithm
-measured on the whole communicator won over han's default, `han` elsewhere; the coll/tuned
-rules file written beside it picks the algorithm. Outside the measured communicator sizes
+measured on the whole communicator won over han's default, `han` elsewhere (`han
+@simple` where one of han's own algorithms won: Selection.han_picks); the coll/tuned rules
+file written beside it picks the algorithm. Outside the measured communicator sizes
 the file says `han`, Open MPI's default: nothing is extended beyond what was measured.
 han's message size is the count times the datatype size (a rank's block for gather,
 scatter, allgather): OSU's size_bytes.
@@ -112,10 +113,9 @@ def build(selection: Selection) -> HanRules | None:
         if coll not in DYNAMIC or (coll, nprocs) not in selection.tables:
             continue
         rules: list[MsgRule] = []
-        for choice in selection.tables[(coll, nprocs)]:
-            comp = "han" if choice.algorithm == DEFAULT else "tuned"
-            if not rules or rules[-1].component != comp:
-                rules.append(MsgRule(0 if not rules else choice.threshold, comp))
+        for size, comp, alg in _steps(selection, coll, nprocs):
+            if not rules or (rules[-1].component, rules[-1].algorithm) != (comp, alg):
+                rules.append(MsgRule(0 if not rules else size, comp, alg))
         by_coll.setdefault(coll, []).append(Config(nprocs, tuple(rules)))
     if not by_coll:
         return None
@@ -130,6 +130,25 @@ def build(selection: Selection) -> HanRules | None:
                 seq.append(Config(cfg.size + 1, han))
         out.append(CollRules(coll, (Level("global_communicator", tuple(seq)),)))
     return HanRules(tuple(out))
+
+
+def _steps(selection: Selection, coll: str, nprocs: int
+           ) -> list[tuple[int, str, str | None]]:
+    """(from size, component, han algorithm) of a regime: `tuned` where the table left the
+    default, `han` elsewhere, with the han algorithm that won at each measured size where
+    one did (Selection.han_picks)."""
+    table = selection.tables[(coll, nprocs)]
+    picks = selection.han_picks.get((coll, nprocs))
+    if not picks:
+        return [(c.threshold, "han" if c.algorithm == DEFAULT else "tuned", None)
+                for c in table]
+    out = []
+    for size, alg in picks:
+        covering = [c for c in table if c.threshold <= size]
+        choice = covering[-1] if covering else table[0]
+        tuned = choice.algorithm != DEFAULT
+        out.append((size, "tuned" if tuned else "han", None if tuned else alg))
+    return out
 
 
 def format_rules(rules: HanRules, source: str = "") -> str:

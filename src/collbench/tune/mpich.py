@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from collbench.catalog.algorithms import DEFAULT
-from collbench.catalog.collectives import COLLECTIVES, RulesBytes, rules_bytes
+from collbench.catalog.collectives import COLLECTIVES, RulesBytes
 from collbench.catalog.mpi import MpiInstall
+from collbench.catalog.mpich_csel import AVG_SIZE, builtin_table, csel_bytes
 from collbench.errors import UserError
 from collbench.tune.select import Choice, Selection
 
-AVG_SIZE: Final = ("bcast", "reduce", "allreduce")  # csel defines avg_msg_size only for these
 # csel containers whose parameters collbench fills from the forcing CVARs' defaults: the
 # container is not zeroed by MPICH, so a parameter left out would be garbage.
 PARAMS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
@@ -55,33 +55,6 @@ class WrittenJson:
     text: str
     tuned: tuple[str, ...]  # collectives whose branch collbench wrote
     notes: tuple[str, ...]
-
-
-def _libraries(mpi: MpiInstall) -> list[Path]:
-    libdir = mpi.bindir.parent / "lib"
-    return sorted(libdir.glob("libmpi.so*")) + sorted(libdir.glob("libmpich.so*"))
-
-
-def builtin_table(mpi: MpiInstall) -> tuple[dict[str, Any], set[str]]:
-    """(MPICH's compiled-in MPIR csel table, every container name the library knows)."""
-    for lib in _libraries(mpi):
-        try:
-            data = lib.read_bytes()
-        except OSError:
-            continue
-        names = {m.group(1).decode() for m in
-                 re.finditer(rb"algorithm=(MPIR_\w+)", data)}
-        for m in re.finditer(rb'\{"collective=', data):
-            end = data.find(b"\0", m.start())
-            try:
-                table = json.loads(data[m.start():end])
-            except ValueError:
-                continue
-            if b'"algorithm=MPIR_' in data[m.start():end]:
-                return table, names
-    raise UserError(f"{mpi.bindir.parent}: no MPICH library with a built-in collective "
-                    "selection table found (looked at lib/libmpi.so*); the JSON file must "
-                    "contain MPICH's defaults, so collbench needs them")
 
 
 def cvar_defaults(mpi: MpiInstall) -> dict[str, str]:
@@ -129,21 +102,12 @@ def _size_key(coll: str, op: str, value: int | None) -> str:
     return f"{what}=any" if value is None else f"{what}{op}{value}"
 
 
-def _csel_bytes(coll: str, size: int, nprocs: int) -> int:
-    """What csel compares: avg = count*typesize; total: per collective (csel.c)."""
-    if coll in AVG_SIZE:
-        return size
-    if coll == "alltoallv":
-        return size * nprocs  # csel sums sendcounts; Open MPI's rules count 0
-    return rules_bytes(coll, size, nprocs)
-
-
 def _branch(coll: str, nprocs: int, choices: Sequence[Choice], default: Any,
             known: set[str], cvars: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i, ch in enumerate(choices):
         nxt = choices[i + 1].threshold if i + 1 < len(choices) else None
-        key = _size_key(coll, "<", _csel_bytes(coll, nxt, nprocs) if nxt is not None else None)
+        key = _size_key(coll, "<", csel_bytes(coll, nxt, nprocs) if nxt is not None else None)
         out[key] = (copy.deepcopy(default) if ch.algorithm == DEFAULT
                     else _leaf(container(coll, ch.algorithm, known), cvars))
     return out

@@ -80,6 +80,11 @@ class Selection:
     # (collective, nprocs) whose default was coll/han's hierarchy (Open MPI 5.0 on several
     # nodes): a coll/tuned rule reaches the top level there only through han's rules file
     han_defaults: frozenset[tuple[str, int]] = frozenset()
+    # (collective, nprocs) where a coll/han algorithm (simple@han) won somewhere: every
+    # measured size with the han algorithm that won there (None: none did); han's rules
+    # file runs it (`han @simple`) where the table keeps the default
+    han_picks: Mapping[tuple[str, int], tuple[tuple[int, str | None], ...]] = field(
+        default_factory=dict)
 
     def switches(self) -> int:
         """Number of ranges that leave the default."""
@@ -139,11 +144,21 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
     by_context = _contexts(comparison.best, options)
     tables: dict[tuple[str, int], tuple[Choice, ...]] = {}
     smoothing: dict[tuple[str, int], Smoothing] = {}
+    # smoothing may only bridge with what a coll/tuned rule runs: not a han variant
+    runnable = replace(comparison, points=tuple(
+        p for p in comparison.points if p.label == comparison.baseline
+        or _is_default(p.label) or not components.label_suffix(p.component)))
+    han_regimes = {(p.collective, p.nprocs) for p in comparison.points
+                   if p.algorithm == DEFAULT and p.component == "han"}
+    han_picks: dict[tuple[str, int], tuple[tuple[int, str | None], ...]] = {}
     for (coll, nprocs), bests in sorted(by_context.items()):
-        picked = [_pick(b, comparison, ratios, options, notes) for b in bests]
+        won: dict[int, str] | None = {} if (coll, nprocs) in han_regimes else None
+        picked = [_pick(b, comparison, ratios, options, notes, won) for b in bests]
+        if won:
+            han_picks[(coll, nprocs)] = tuple((b.key[7], won.get(b.key[7])) for b in bests)
         if options.max_regret > 0:
             picked, smoothing[(coll, nprocs)] = smooth(
-                picked, bests, comparison, ratios, max_regret=options.max_regret,
+                picked, bests, runnable, ratios, max_regret=options.max_regret,
                 min_gain=options.min_gain, significance=options.significance)
         tables[(coll, nprocs)] = _merge(coll, picked, algorithm_ids, mpi)
     if not tables:
@@ -163,7 +178,7 @@ def select_from(comparison: Comparison, algorithm_ids: AlgorithmIds,
                     and (p.collective, p.nprocs) in tables)
     return Selection(mpi, mpi_version, comparison.repetitions,
                      options.significance and comparison.repetitions >= 2, tables,
-                     tuple(dict.fromkeys(notes)), smoothing, evidence, han)
+                     tuple(dict.fromkeys(notes)), smoothing, evidence, han, han_picks)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -227,14 +242,17 @@ def _contexts(best: Sequence[Best], options: Options) -> dict[tuple[str, int], l
 
 
 def _pick(b: Best, comparison: Comparison, ratios: Mapping[int, RatioStat],
-          options: Options, notes: list[str]) -> tuple[int, PointStat, float | None]:
-    """(size, chosen point, its ratio to the default) for one measured size."""
+          options: Options, notes: list[str], han_won: dict[int, str] | None = None
+          ) -> tuple[int, PointStat, float | None]:
+    """(size, chosen point, its ratio to the default) for one measured size; where a coll/han
+    algorithm won and `han_won` is given (han's default measured: han's rules file is
+    written), the size -> that algorithm goes into `han_won`."""
     size = b.key[7]
     pts = [p for p in comparison.points if p.size_key == b.key]
     default = next((p for p in pts if p.label == comparison.baseline), None)
     title = f"{block_title(*b.key[:7])} size {size}"
     if not options.significance:
-        if not _tuned_can_run(b.winner, default, title, notes):
+        if not _tuned_can_run(b.winner, default, title, notes, han_won, size):
             assert default is not None
             return size, default, 1.0
         r = ratios.get(id(b.winner))
@@ -246,7 +264,7 @@ def _pick(b: Best, comparison: Comparison, ratios: Mapping[int, RatioStat],
         notes.append(f"{title}: fewer than 2 ok repetitions; kept the default")
         return size, default, 1.0
     chosen = next((p for p in pts if p.label == b.recommended), default)
-    if not _tuned_can_run(chosen, default, title, notes):
+    if not _tuned_can_run(chosen, default, title, notes, han_won, size):
         return size, default, 1.0
     r = ratios.get(id(chosen))
     if chosen is not default and r is not None and r.ratio > 1 - options.min_gain:
@@ -260,15 +278,42 @@ def _is_default(label: str) -> bool:
 
 
 def _tuned_can_run(chosen: PointStat, default: PointStat | None, title: str,
-                   notes: list[str]) -> bool:
-    """Whether a coll/tuned rule can make Open MPI run `chosen`; notes what it takes."""
+                   notes: list[str], han_won: dict[int, str] | None = None,
+                   size: int = 0) -> bool:
+    """Whether a coll/tuned rule can make Open MPI run `chosen`; notes what it takes: a
+    coll/han algorithm goes into `han_won` (han's rules file: `han @simple`), another han
+    setting is a note with the MCA settings that run it for the whole job."""
     if chosen is default or default is None:
         return True
+    setting = components.han_setting_of(chosen.algorithm) \
+        if chosen.component == "han" else None
+    if setting is not None and han_won is not None and not (
+            setting.low or setting.up or chosen.segsize):
+        han_won[size] = setting.algorithm
+        notes.append(f"{title}: {chosen.label} is fastest; han's rules file runs it there "
+                     f"(han @{setting.algorithm}), the coll/tuned rules keep the default")
+        return False
+    if setting is not None:  # +low/+up/segsize: MCA settings for the whole job
+        notes.append(han_setting_note(chosen.collective, chosen.label, setting,
+                                      chosen.segsize, title))
+        return False
     if components.label_suffix(chosen.component):  # e.g. binomial@han: han's setting
         notes.append(f"{title}: {chosen.label} is fastest, a coll/{chosen.component} setting "
                      "no coll/tuned rules file selects; kept the default")
         return False
     return True
+
+
+def han_setting_note(collective: str, label: str, setting: components.HanSetting,
+                     segsize: int, title: str) -> str:
+    """What to run with where a coll/han setting won that han's rules file cannot name (its
+    rules choose a component, and han's algorithm, per size; not han's levels or segment
+    size): han reads those once per job, for every size and communicator."""
+    flags = " ".join(f"--mca {k} {v}" for k, v in setting.mca(collective, segsize).items())
+    return (f"{title}: {label} is fastest, a coll/han setting that no rules file selects "
+            f"(han's rules file picks components and han's algorithm only); kept the default "
+            f"in the rules; to "
+            f"use it for the whole job (every size): mpirun {flags}")
 
 
 def _merge(coll: str, picked: Sequence[tuple[int, PointStat, float | None]],

@@ -15,7 +15,7 @@ command exit 1.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -139,10 +139,14 @@ def validate(rules: RulesFile, path: Path, out: Path, nprocs_list: Sequence[int]
     return analyse(Store(out), rules, confidence)
 
 
-def analyse(store: Store, rules: RulesFile, confidence: float = 0.95) -> Validation:
+def analyse(store: Store, rules: RulesFile | None, confidence: float = 0.95,
+            switches: Callable[[RatioStat], bool] | None = None) -> Validation:
+    """`switches`: whether the file leaves the default at a point, for files that are not
+    Open MPI rules (Intel MPI's JSON: tune/impi_validate.py); else read from `rules`."""
     cmp = compare(store, baseline=DEFAULT, confidence=confidence)
     ratios = [r for r in cmp.ratios if r.point.algorithm == TUNED]
-    switched = [_switched(rules, r) for r in ratios]
+    switched = [switches(r) if switches is not None
+                else rules is not None and _switched(rules, r) for r in ratios]
     slower = [i for i, r in enumerate(ratios) if switched[i] and r.p_raw is not None]
     adjusted = dict(zip(slower, holm([ratios[i].p_raw or 1.0 for i in slower]), strict=True))
     rows = []

@@ -6,6 +6,15 @@ and max-requests are what the measured, forced algorithm received, so the file r
 the measurement: a chain measured with Open MPI's default fanout gets that default (4)
 written out, because FANINOUT 0 would mean one chain. The version-2 header (with MAXREQ)
 is written for Open MPI >= 4.1.8 / 5.0.7, the classic format for older releases.
+
+Nothing extends silently beyond what was measured: Open MPI applies the first communicator
+set to every smaller communicator and the last to every larger one, so the file closes the
+measured range with sets that keep Open MPI's fixed decision (algorithm 0) below the
+smallest and above the largest measured process count; `extrapolate=True` (tune
+--extrapolate) leaves them out, and the header and notes say how far the rules then reach.
+
+A selection from a SimGrid campaign of collbench's Open MPI ports (`simulated_openmpi`)
+is written for the Open MPI series simulated, its header marking it predicted.
 """
 
 from __future__ import annotations
@@ -55,9 +64,24 @@ def activation(path: Path) -> list[tuple[str, str]]:
             ("coll_tuned_dynamic_rules_filename", str(path.resolve()))]
 
 
+def simulated_openmpi(provenance: Mapping[str, object]) -> str | None:
+    """The Open MPI series a SimGrid campaign simulated with collbench's ports of coll/tuned
+    (run.simgrid.ompi_version); None for any other folder or SMPI's own collectives."""
+    sim = provenance.get("simgrid")
+    mpi = provenance.get("mpi")
+    if not isinstance(sim, Mapping) or not isinstance(mpi, Mapping) or \
+            mpi.get("implementation") != "smpi":
+        return None
+    version = sim.get("ompi_version")
+    return version if isinstance(version, str) and version else None
+
+
 def build(selection: Selection, *, version: int | None, source: str,
-          defaults: Mapping[str, str] | None = None, path: Path | None = None) -> Written:
-    """The rules file for a selection; version None = classic, 2 = rule-file-version-2."""
+          defaults: Mapping[str, str] | None = None, path: Path | None = None,
+          predicted: str | None = None, extrapolate: bool = False) -> Written:
+    """The rules file for a selection; version None = classic, 2 = rule-file-version-2.
+    `predicted`: what the choices were predicted from (a simulation, a model), said in the
+    header; `extrapolate`: let the measured sets reach every communicator size."""
     if selection.mpi not in ("openmpi", "unknown"):
         raise UserError(f"{source}: measured with {selection.mpi} {selection.mpi_version}; "
                         "an Open MPI rules file needs Open MPI measurements; valid: "
@@ -80,6 +104,7 @@ def build(selection: Selection, *, version: int | None, source: str,
             rules = _rules(coll, nprocs, choices, version, defaults, notes, radix)
             comms.append(CommRules(nprocs, tuple(rules), _comm_comment(nprocs, sets),
                                    "message sizes"))
+        comms = _bounded(coll, comms, version, extrapolate, notes)
         colls.append(CollRules(info.ompi_rules_id, tuple(comms), coll, "communicator sizes"))
     extra: tuple[tuple[str, str], ...] = ()
     if len(radix) == 1:
@@ -87,8 +112,9 @@ def build(selection: Selection, *, version: int | None, source: str,
     elif radix:
         notes.append(f"bcast knomial was chosen with radixes {sorted(radix)}; a rules file "
                      "cannot carry the radix and one MCA value serves all: left at default")
-    out = RulesFile(version, tuple(colls), _preamble(selection, source, path, extra),
-                    "collectives")
+    reach = _reach(selection, extrapolate, predicted is not None)
+    out = RulesFile(version, tuple(colls), _preamble(selection, source, path, extra,
+                                                     predicted, reach), "collectives")
     return Written(out, format_rules(out), tuple(dict.fromkeys(notes)), extra)
 
 
@@ -175,15 +201,74 @@ def _comm_comment(nprocs: int, sets: Sequence[tuple[int, Sequence[Choice]]]) -> 
     return f"measured np={nprocs}; used for {used}"
 
 
+def _default_rule(version: int | None) -> MsgRule:
+    return MsgRule(0, 0, 0, 0, 0 if version is not None and version >= 2 else None,
+                   "Open MPI's fixed decision")
+
+
+def _bounded(coll: str, comms: list[CommRules], version: int | None, extrapolate: bool,
+             notes: list[str]) -> list[CommRules]:
+    """The measured sets closed by fixed-decision sets below and above (module docstring);
+    with `extrapolate`, the measured sets alone, with their reach said in the comments."""
+    lo, hi = comms[0].comm_size, comms[-1].comm_size
+    if extrapolate:
+        def says(c: CommRules, used: str) -> CommRules:
+            return CommRules(c.comm_size, c.rules, c.comment.split("; used for")[0] +
+                             f"; used for {used}", c.count_comment)
+        if len(comms) == 1:
+            comms[0] = says(comms[0], f"every np: EXTRAPOLATED beyond np {lo}")
+            return comms
+        comms[0] = says(comms[0], f"np <= {comms[1].comm_size - 1}: EXTRAPOLATED below np {lo}")
+        comms[-1] = says(comms[-1], f"np >= {hi}: EXTRAPOLATED above np {hi}")
+        return comms
+    keep = _default_rule(version)
+    out = []
+    for i, c in enumerate(comms):  # each set now reaches up to the next one only
+        top = comms[i + 1].comm_size - 1 if i + 1 < len(comms) else c.comm_size
+        span = f"np {c.comm_size}" if top == c.comm_size else f"np {c.comm_size}-{top}"
+        out.append(CommRules(c.comm_size, c.rules, f"measured np={c.comm_size}; used for "
+                             f"{span}", c.count_comment))
+    if lo > 2:
+        out.insert(0, CommRules(2, (keep,), f"not measured (np 2-{lo - 1}): Open MPI's fixed "
+                                "decision", "message sizes"))
+    out.append(CommRules(hi + 1, (keep,), f"not measured (np >= {hi + 1}): Open MPI's fixed "
+                         "decision; tune --extrapolate applies the measured sets there",
+                         "message sizes"))
+    return out
+
+
+def _reach(selection: Selection, extrapolate: bool, predicted: bool = False) -> str:
+    """One line on how far the rules reach beyond the measured process counts."""
+    counts = sorted({n for _, n in selection.tables})
+    if not counts:
+        return "measured: no communicator size"
+    lo, hi = counts[0], counts[-1]
+    measured = f"{'predicted' if predicted else 'measured'} at np {', '.join(map(str, counts))}"
+    if extrapolate:
+        return (f"EXTRAPOLATED (--extrapolate): {measured}; Open MPI applies the np={hi} "
+                f"rules to every larger communicator (np={max(1024, 4 * hi):,} too) and the "
+                f"np={lo} rules to every smaller one")
+    return (f"{measured}; outside np {lo}-{hi} this file keeps Open MPI's fixed decision "
+            "(--extrapolate to apply the measured rules there)")
+
+
+def reach_note(selection: Selection, extrapolate: bool, predicted: bool = False) -> str:
+    """What `tune` prints about the reach of the rules (the header's line)."""
+    return _reach(selection, extrapolate, predicted)
+
+
 def _preamble(selection: Selection, source: str, path: Path | None,
-              extra: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+              extra: Sequence[tuple[str, str]], predicted: str | None = None,
+              reach: str = "") -> tuple[str, ...]:
     tested = (f"switches only where significantly faster than the default "
               f"({selection.repetitions} repetitions)" if selection.tested
               else "fastest per size, NOT tested for significance")
     where = str(path.resolve()) if path else "<this file>"
     lines = [
         f"Open MPI coll/tuned rules written by collbench {__version__} from {source}",
+        f"PREDICTED, not measured: {predicted}; {tested}" if predicted else
         f"measured: {selection.mpi} {selection.mpi_version}; {tested}",
+        *([reach] if reach else []),
         "message sizes are bytes as Open MPI counts them: bcast/reduce/allreduce the buffer,",
         "gather/scatter/allgather/alltoall the whole buffer (bytes per rank x ranks)",
         f"use: --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename "

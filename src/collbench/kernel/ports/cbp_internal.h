@@ -13,7 +13,10 @@ enum {
     CBP_TAG_BCAST = 0x7c01, CBP_TAG_GATHER, CBP_TAG_SCATTER, CBP_TAG_REDUCE,
     CBP_TAG_ALLREDUCE, CBP_TAG_BARRIER, CBP_TAG_ALLGATHER, CBP_TAG_ALLGATHERV,
     CBP_TAG_ALLTOALL, CBP_TAG_ALLTOALLV, CBP_TAG_REDUCE_SCATTER, CBP_TAG_REDUCE_SCATTER_BLOCK,
-    CBP_TAG_GATHERV, CBP_TAG_SCATTERV
+    CBP_TAG_GATHERV, CBP_TAG_SCATTERV,
+    /* coll/han's up-level libnbc calls (cbp_han.c): an ibcast and an ireduce can be in
+     * flight between the same two leaders at once */
+    CBP_TAG_HAN_IBCAST, CBP_TAG_HAN_IREDUCE
 };
 
 #define CBP_MAX_CHILDREN 64

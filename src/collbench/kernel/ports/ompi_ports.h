@@ -152,6 +152,41 @@ int cbp_decide(const char *coll, int nprocs, long long bytes, int commutative, i
  * "ported" for the collectives whose fixed decision is (bcast, reduce, gather, scatter). */
 int cbp_is_ported(const char *coll, int alg);
 
+/* coll/han 5.0.x's default hierarchical collectives (cbp_han.c): what Open MPI 5.0 runs
+ * for MPI_Bcast, MPI_Reduce and MPI_Allreduce on a communicator spanning several nodes
+ * (han's priority 35 beats tuned's 30; 4.1 ships han at priority 0). cbp_han_init builds
+ * the node-level ("low") and node-leader ("up") communicators from `node`, this rank's node
+ * id (any non-negative number equal on the ranks of one node: natively from
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), under SimGrid the simulated node); it
+ * communicates (split, allgather, allreduce), the collectives afterwards use point-to-point
+ * calls only. The node level runs
+ * coll/tuned's fixed decisions (cbp_bcast/cbp_reduce alg 0), the up level tuned's fixed
+ * bcast (blocking) and ported libnbc schedules (non-blocking), with han's 64 KiB segments.
+ * Return MPI_ERR_UNSUPPORTED_OPERATION where han hands the call back to the previous
+ * component without communicating (one node; a non-commutative reduction) and MPI_ERR_ARG
+ * where a libnbc schedule is not ported (bcast on more than 4 nodes; reduce and allreduce
+ * on more than 2; bcast and reduce with unequal ranks per node on more than 3), also
+ * without communicating. */
+typedef struct cbp_han cbp_han_t;
+int cbp_han_init(MPI_Comm comm, int node, cbp_han_t **out);
+void cbp_han_free(cbp_han_t *h);
+/* Number of nodes (size of the node leaders' up communicator); whether they hold different
+ * numbers of ranks (1: han's bcast and reduce then probe the topology and hand the call to
+ * tuned on the whole communicator, its allreduce keeps the hierarchy). */
+int cbp_han_nodes(const cbp_han_t *h);
+int cbp_han_imbalanced(const cbp_han_t *h);
+/* 1 if cbp_han_<coll> runs han's hierarchy for this communicator, else 0 (then the caller
+ * runs what Open MPI would: tuned on the whole communicator, or an unported case). */
+int cbp_han_applies(const cbp_han_t *h, const char *coll, long long bytes);
+/* comm: the communicator cbp_han_init was given (bcast and reduce fall back to tuned on it
+ * when nodes hold different numbers of ranks, after han's topology probe). */
+int cbp_han_bcast(cbp_han_t *h, void *buf, int count, MPI_Datatype dt, int root,
+                  MPI_Comm comm);
+int cbp_han_allreduce(cbp_han_t *h, const void *sbuf, void *rbuf, int count,
+                      MPI_Datatype dt, MPI_Op op);
+int cbp_han_reduce(cbp_han_t *h, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                   MPI_Op op, int root, MPI_Comm comm);
+
 /* Message counting (only with -DCBP_COUNT_MESSAGES; otherwise these do nothing and
  * cbp_count_enabled() returns 0). Counters are indexed by the destination's rank in
  * MPI_COMM_WORLD. The histogram has CBP_HISTOGRAM_BINS bins: bin 0 counts empty messages,

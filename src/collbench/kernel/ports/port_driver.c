@@ -9,6 +9,10 @@
  *   coll        bcast | gather | scatter | reduce | allreduce | barrier | allgather |
  *               allgatherv | alltoall | alltoallv | reduce_scatter | reduce_scatter_block
  *   impl        port   = cbp_<coll>(..., alg, segsize, fanout)
+ *               han    = cbp_han_<coll>(...): coll/han 5.0's default hierarchy (bcast,
+ *                        allreduce, reduce; alg, segsize and fanout 0), sub-communicators
+ *                        from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), built before the
+ *                        case's phase
  *               native = MPI_<Coll>(...); the caller forces the algorithm with
  *                        --mca coll_tuned_use_dynamic_rules 1
  *                        --mca coll_tuned_<coll>_algorithm <alg> [... segmentsize ...]
@@ -49,6 +53,9 @@
  *       other than the collectives: results are checked locally, never exchanged. Built
  *       with -DCBP_COUNT_MESSAGES (e.g. under SimGrid SMPI, which has no MPI_T), the
  *       ports' own counters are written instead (native collectives are not counted).
+ *   CBP_WARMUP=1  run each native case's collective once more before its phase (not
+ *       counted, not checked), so that a component that builds state at its first call
+ *       (coll/han's sub-communicators) does so outside the phase.
  *
  * Output: one line per case on rank 0's stdout:
  *   CASE <index> group=<g> coll=<coll> impl=<impl> alg=<a> segsize=<s> fanout=<f>
@@ -346,6 +353,7 @@ static int rs_count(int n, int size, int r)
 typedef struct {
     enum coll coll;
     int port, alg, segsize, fanout, root, rank, size, count, it;
+    cbp_han_t *han; /* impl=han */
     unsigned char *a, *b; /* send / receive buffers */
     int *sc, *sd, *rc, *rd; /* per-rank counts and displacements (v collectives) */
 } ctx_t;
@@ -563,6 +571,15 @@ static long check(const ctx_t *x)
 static int run_port(ctx_t *x, MPI_Comm comm)
 {
     int n = x->count, a = x->alg, s = x->segsize, f = x->fanout;
+    if (x->han != NULL) {
+        if (x->coll == C_BCAST)
+            return cbp_han_bcast(x->han, x->a, n, MPI_BYTE, x->root, comm);
+        if (x->coll == C_ALLREDUCE)
+            return cbp_han_allreduce(x->han, x->a, x->b, n, MPI_INT, MPI_SUM);
+        if (x->coll == C_REDUCE)
+            return cbp_han_reduce(x->han, x->a, x->b, n, MPI_INT, MPI_SUM, x->root, comm);
+        return MPI_ERR_ARG;
+    }
     switch (x->coll) {
     case C_BCAST:
         return cbp_bcast(x->a, n, MPI_BYTE, x->root, comm, a, s, f);
@@ -647,7 +664,7 @@ static int case_count(enum coll c, long bytes)
 
 typedef struct {
     enum coll coll;
-    int port;
+    int port, han;
     const char *impl;
     list_t algs, segs, fans, sizes;
     int iterations, root;
@@ -655,7 +672,7 @@ typedef struct {
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: port_driver <coll> <port|native> <alg> <segsize> <fanout> "
+    fprintf(stderr, "usage: port_driver <coll> <port|han|native> <alg> <segsize> <fanout> "
                     "<size_bytes> <iterations> [root] [+ <coll> ...]...\n"
                     "       port_driver decide <coll> <nprocs,...> <bytes,...> <0|1>\n"
                     "coll: bcast gather scatter reduce allreduce barrier allgather allgatherv "
@@ -668,13 +685,17 @@ static int parse_group(int argc, char **argv, int size, group_t *g)
     if (argc < 7 || argc > 8)
         return -1;
     int c = coll_index(argv[0]);
-    g->port = strcmp(argv[1], "port") == 0;
+    g->han = strcmp(argv[1], "han") == 0;
+    g->port = g->han || strcmp(argv[1], "port") == 0;
     g->impl = argv[1];
     g->iterations = atoi(argv[6]);
     g->root = argc > 7 ? atoi(argv[7]) : 0;
     if (c < 0 || (!g->port && strcmp(argv[1], "native") != 0) || parse_list(argv[2], &g->algs) ||
         parse_list(argv[3], &g->segs) || parse_list(argv[4], &g->fans) ||
         parse_list(argv[5], &g->sizes) || g->iterations < 0 || g->root < 0 || g->root >= size)
+        return -1;
+    if (g->han && (g->algs.n != 1 || g->algs.v[0] != 0 || g->segs.n != 1 || g->segs.v[0] != 0 ||
+                   g->fans.n != 1 || g->fans.v[0] != 0))
         return -1;
     g->coll = (enum coll)c;
     return 0;
@@ -753,8 +774,19 @@ int main(int argc, char **argv)
         ncases += (long)groups[k].algs.n * groups[k].segs.n * groups[k].fans.n *
                   groups[k].sizes.n;
     MPI_Comm *comms = calloc((size_t)ncases, sizeof(MPI_Comm));
+    cbp_han_t **hans = calloc((size_t)ncases, sizeof(cbp_han_t *));
+    const char *warm_env = getenv("CBP_WARMUP");
+    int warmup = warm_env != NULL && strcmp(warm_env, "1") == 0, node = -1, any_han = 0;
+    for (int k = 0; k < ngroups; k++)
+        any_han |= groups[k].han;
+    if (any_han) { /* this rank's node: the lowest world rank sharing its memory */
+        MPI_Comm shm;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
+        MPI_Allreduce(&rank, &node, 1, MPI_INT, MPI_MIN, shm);
+        MPI_Comm_free(&shm);
+    }
     int *counts = malloc(sizeof(int) * 4 * (size_t)size);
-    if (comms == NULL || counts == NULL)
+    if (comms == NULL || counts == NULL || hans == NULL)
         MPI_Abort(MPI_COMM_WORLD, 2);
     int wrong = 0, unported = 0, failed = 0, refused = 0, index = 0, ndup = 0;
     for (int k = 0; k < ngroups; k++) {
@@ -798,10 +830,26 @@ int main(int argc, char **argv)
                             MPI_Abort(MPI_COMM_WORLD, 2);
                         }
 #endif
+                        /* With CBP_WARMUP, every case shares one communicator (and one
+                         * cbp_han handle): see the end of main. */
                         MPI_Comm comm;
-                        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-                        comms[ndup++] = comm;
-                        MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+                        if (!warmup || ndup == 0) {
+                            MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+                            comms[ndup++] = comm;
+                            MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+                        }
+                        comm = comms[ndup - 1];
+                        int hi = warmup ? 0 : index;
+                        if (g->han && hans[hi] == NULL &&
+                            cbp_han_init(comm, node, &hans[hi]) != MPI_SUCCESS) {
+                            fprintf(stderr, "port_driver: cbp_han_init failed\n");
+                            MPI_Abort(MPI_COMM_WORLD, 2);
+                        }
+                        x.han = g->han ? hans[hi] : NULL;
+                        if (warmup && !g->port && g->iterations > 0) {
+                            fill(&x, bbytes);
+                            (void)run_native(&x, comm);
+                        }
                         char name[4096];
                         snprintf(name, sizeof name, "%s.%d", prefix ? prefix : "cbp", index);
                         if (phase_begin(junk) != 0) {
@@ -860,10 +908,18 @@ int main(int argc, char **argv)
 done:
     fflush(stdout);
 #ifdef CBP_HAVE_MPIT
-    if (g_mon_on)
+    /* With CBP_WARMUP (coll/han runs on several hosts), Open MPI 5.0.11 with
+     * pml_monitoring_enable crashed at the end (SIGSEGV in mca_coll_base_comm_unselect, in
+     * MPI_Comm_free or MPI_Finalize) once two han communicators had run a segmented
+     * allreduce, also with no flush; one shared communicator, left with the MPI_T session
+     * to MPI_Finalize, ends cleanly. */
+    if (g_mon_on && !warmup)
         mon_end(junk);
 #endif
-    for (int i = 0; i < ndup; i++)
+    for (int i = 0; i < ncases; i++)
+        cbp_han_free(hans[i]);
+    free(hans);
+    for (int i = 0; i < ndup && !warmup; i++)
         MPI_Comm_free(&comms[i]);
     free(comms);
     free(counts);
@@ -875,7 +931,7 @@ done:
     }
     free(groups);
 #ifdef CBP_HAVE_MPIT
-    if (g_mon_on || force)
+    if ((g_mon_on || force) && !warmup)
         MPI_T_finalize();
 #endif
     MPI_Finalize();

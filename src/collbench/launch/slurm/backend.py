@@ -26,6 +26,7 @@ from collbench.launch.batch import BatchBackend, Done, Lost, Report
 from collbench.launch.slurm import markers
 from collbench.launch.slurm.commands import (
     check_fits,
+    impi_problem,
     job_environment,
     launch_command,
     nodes_used,
@@ -105,6 +106,8 @@ class SlurmBackend(BatchBackend):
     def check(self, launches: list[Launch]) -> None:
         """UserError when launches cannot run in the allocation asked for."""
         check_fits(launches, self.shape, self.setup.source)
+        if why := impi_problem(self.cfg, self.mpi, launches, self.setup.source):
+            raise UserError(why)
 
     def live_jobs(self) -> list[str]:
         """Jobs of this campaign still queued or running."""

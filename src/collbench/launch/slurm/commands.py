@@ -88,6 +88,34 @@ def _probed(work: Path, kernel_argv: list[str]) -> list[str]:
     return ["sh", "-c", PROBE, str(work), *kernel_argv]
 
 
+def impi_startup(mpi: MpiInstall, launch: Launch) -> tuple[tuple[str, str], ...]:
+    """Intel MPI's mpirun inside an allocation: the fabrics the local backend sets."""
+    if mpi.implementation != "impi":
+        return ()
+    from collbench.catalog import impi
+
+    return impi.startup_env(dict(launch.env))
+
+
+def impi_problem(cfg: SlurmConfig, mpi: MpiInstall, launches: Sequence[Launch],
+                 source: str) -> str | None:
+    """Intel MPI's Hydra inside an allocation places ranks as Slurm lays the tasks out
+    (filling each node in turn) and ignores -ppn, also with
+    I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0 and I_MPI_PERHOST=1 (2021.18.1 on the test
+    cluster: -ppn 1 still ran n1 n1 n2 n2). A row saying map_by node would be a lie."""
+    if mpi.implementation != "impi":
+        return None
+    if cfg.launcher == "srun":  # needs Slurm's PMI library as I_MPI_PMI_LIBRARY: untested
+        return (f"{source}: run.slurm.launcher: \"srun\" with Intel MPI: collbench starts "
+                "it with its own mpirun inside the allocation (srun bootstraps Hydra's "
+                "proxies); valid: launcher = \"mpirun\"")
+    if any(la.mapping == "node" or la.ppn for la in launches):
+        return (f"{source}: measure.map_by: \"node\" (or a ppn) with Intel MPI under Slurm: "
+                "its mpirun places ranks as Slurm lays out the tasks and ignores -ppn; "
+                "valid: map_by = \"core\" (fill each node in turn)")
+    return None
+
+
 def launch_command(cfg: SlurmConfig, mpi: MpiInstall, launch: Launch, call: Call,
                    shape: Shape, mpi_plugin: str,
                    guard: Sequence[str] = ()) -> tuple[list[str], dict[str, str]]:
@@ -98,7 +126,7 @@ def launch_command(cfg: SlurmConfig, mpi: MpiInstall, launch: Launch, call: Call
     env = dict(launch.env)
     ranked = [*guard, *kernel]
     if cfg.launcher == "mpirun":
-        argv = mpirun_command(mpi, launch, call)
+        argv = mpirun_command(mpi, launch, call, startup=impi_startup(mpi, launch))
         return argv[:len(argv) - len(kernel)] + _probed(work, ranked), env
     # srun takes no --mca: Open MPI reads the same settings from OMPI_MCA_* variables.
     env.update({f"OMPI_MCA_{k}": v for k, v in launch.mca})
