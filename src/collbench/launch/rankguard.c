@@ -132,9 +132,65 @@ static void stopped(long long limit) {
     exit(1);
 }
 
+/* The guard's child is a keeper (see keep): asked with SIGTERM, it ends the program and
+ * what the program left, then dies; SIGKILL only if it has not within a second. */
 static void end_everything(void) {
+    struct timespec pause = {0, 2000000};
+    if (!program_done) kill(program, SIGTERM);
+    for (int i = 0; i < 500 && !program_done; i++) {
+        nanosleep(&pause, NULL);
+        reap();
+    }
     if (!program_done) kill(program, SIGKILL);
     sweep();
+}
+
+/* Between the guard and the program: a subreaper in a process group of its own. mpirun
+ * may SIGKILL the rank's process group (the guard's) right after its SIGTERM, before the
+ * guard has ended what the program left behind; the keeper is not in that group, and the
+ * guard's death reaches it as SIGTERM (PR_SET_PDEATHSIG). It ends the program and every
+ * process the program left (re-parented to it), then ends as the program ended. */
+static int keep(char **args, const sigset_t *old, int sigfd) {
+    pid_t keeper = getpid();
+    program = fork();
+    if (program < 0) {
+        fprintf(stderr, "rankguard: fork: %s\n", strerror(errno));
+        return 127;
+    }
+    if (program == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);  /* a SIGKILLed keeper takes the program along */
+        if (getppid() != keeper) _exit(127);
+        signal(SIGPIPE, SIG_DFL);
+        sigprocmask(SIG_SETMASK, old, NULL);
+        execvp(args[0], args);
+        fprintf(stderr, "rankguard: cannot start %s: %s\n", args[0], strerror(errno));
+        _exit(127);
+    }
+    for (;;) {
+        struct pollfd fd = {sigfd, POLLIN, 0};
+        if (poll(&fd, 1, -1) < 0 && errno != EINTR) break;
+        struct signalfd_siginfo info;
+        while (read(sigfd, &info, sizeof info) == sizeof info) {
+            int sig = (int)info.ssi_signo;
+            if (sig == SIGCHLD) {
+                reap();
+                if (program_done) {
+                    sweep();
+                    if (WIFSIGNALED(program_status)) die_of(WTERMSIG(program_status));
+                    return WIFEXITED(program_status) ? WEXITSTATUS(program_status) : 1;
+                }
+            } else if (sig == SIGUSR1 || sig == SIGUSR2) {
+                kill(program, sig);
+            } else {
+                if (!program_done) kill(program, SIGKILL);
+                sweep();
+                die_of(sig);
+            }
+        }
+    }
+    kill(program, SIGKILL);
+    sweep();
+    return 1;
 }
 
 int main(int argc, char **argv) {
@@ -163,16 +219,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "rankguard: fork: %s\n", strerror(errno));
         return 127;
     }
-    if (program == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);  /* a SIGKILLed guard takes the program along */
+    if (program == 0) {  /* the keeper */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);  /* a SIGKILLed guard: the keeper ends it all */
         if (getppid() != guard) _exit(127);
+        setpgid(0, 0);
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
         dup2(out[1], 1);
         dup2(err[1], 2);
-        signal(SIGPIPE, SIG_DFL);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        execvp(argv[2], argv + 2);
-        fprintf(stderr, "rankguard: cannot start %s: %s\n", argv[2], strerror(errno));
-        _exit(127);
+        close(out[0]);
+        close(err[0]);
+        exit(keep(argv + 2, &old, sigfd));
     }
     close(out[1]);
     close(err[1]);
