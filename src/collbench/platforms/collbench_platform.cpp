@@ -55,19 +55,27 @@ struct Tables {
   Overheads over[3];
 };
 
-/* "send_s:recv_s" (every size) or "from:send_s:recv_s;..." into a level's overheads */
-Overheads parse_overheads(const char* text)
+/* the ';'-separated entries of a property (none when absent or empty) */
+std::vector<std::string> entries(const char* text)
 {
-  Overheads out;
-  if (text == nullptr || *text == '\0')
-    return out;
-  std::string s(text);
+  std::vector<std::string> out;
+  std::string s(text == nullptr ? "" : text);
   size_t pos = 0;
   while (pos < s.size()) {
     size_t end = s.find(';', pos);
     if (end == std::string::npos)
       end = s.size();
-    std::string item = s.substr(pos, end - pos);
+    out.push_back(s.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+/* "send_s:recv_s" (every size) or "from:send_s:recv_s;..." into a level's overheads */
+Overheads parse_overheads(const char* text)
+{
+  Overheads out;
+  for (auto const& item : entries(text)) {
     size_t c1        = item.find(':');
     size_t c2        = c1 == std::string::npos ? c1 : item.find(':', c1 + 1);
     if (c1 == std::string::npos)
@@ -77,7 +85,6 @@ Overheads parse_overheads(const char* text)
     else
       out.push_back({std::stod(item.substr(0, c1)), std::stod(item.substr(c1 + 1, c2 - c1 - 1)),
                      std::stod(item.substr(c2 + 1))});
-    pos = end + 1;
   }
   return out;
 }
@@ -102,18 +109,11 @@ Table parse_table(const char* text)
   Table out;
   if (text == nullptr || *text == '\0')
     return {{0.0, 1.0}};
-  std::string s(text);
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t end = s.find(';', pos);
-    if (end == std::string::npos)
-      end = s.size();
-    std::string item = s.substr(pos, end - pos);
-    size_t colon     = item.find(':');
+  for (auto const& item : entries(text)) {
+    size_t colon = item.find(':');
     if (colon == std::string::npos)
       throw std::invalid_argument("collbench platform: malformed factor entry '" + item + "'");
     out.emplace_back(std::stod(item.substr(0, colon)), std::stod(item.substr(colon + 1)));
-    pos = end + 1;
   }
   return out;
 }
