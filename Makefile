@@ -38,7 +38,8 @@ test: $(STAMP) system-deps $(MPIS_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadgroup -m 'not alone'
+	$(BIN)/pytest -q -m alone
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

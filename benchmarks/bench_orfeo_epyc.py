@@ -14,12 +14,13 @@ with collbench's own commands end to end:
    predicted choice). This script only tabulates what compare prints.
 
 With `--ablation`, the SimGrid prediction again on platforms without each calibration
-term (each calibrated by `platform calibrate` from the same ping-pongs): without the CCX
-level (one level for every pair of cores of a node: 2 nodes × 1 × 128 cores), and with the
-CCX level but without the per-message overheads (`--overhead-share`).
+term (each written by `platform calibrate` from the same ping-pongs, the recipe's command
+without the term): without the CCX level (one level for every pair of cores of a node: 2
+nodes × 1 × 128 cores), without the per-message overheads (`--overhead-share`), and
+without either sharing term (`--receiver-copies`, `--socket-bandwidth`).
 
-Run: `.venv/bin/python benchmarks/bench_orfeo_epyc.py [--out DIR] [--ablation]` (2 minutes
-on 2 cores; 6 with --ablation).
+Run: `.venv/bin/python benchmarks/bench_orfeo_epyc.py [--out DIR] [--ablation]` (3 minutes
+on 2 cores; about 20 with --ablation).
 """
 
 from __future__ import annotations
@@ -99,8 +100,23 @@ def prepare(work: Path) -> dict[str, float]:
     return wall
 
 
+def _without(argv: list[str], *flags: str) -> list[str]:
+    """`argv` without the options `flags` (and the value of those that take one)."""
+    out, skip = [], False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if a in flags:
+            skip = i + 1 < len(argv) and not argv[i + 1].startswith("--")
+            continue
+        out.append(a)
+    return out
+
+
 def ablation(work: Path) -> dict[str, dict[str, Any]]:
-    """compare --format json of SimGrid on each platform with one term left out."""
+    """compare --format json of SimGrid on each platform with terms left out, each written by
+    `platform calibrate` from the same ping-pongs (the recipe's command without them)."""
     one_level = work / "one-level-pp"  # every intra-node series as one level: no CCX
     for argv in recipe_ingests():
         argv = [str(DATA / "pingpong.csv") if a.endswith("orfeo-epyc/pingpong.csv") else
@@ -110,21 +126,41 @@ def ablation(work: Path) -> dict[str, dict[str, Any]]:
         argv = ["core" if a == "socket" and argv[i - 1] == "--mapping" else a
                 for i, a in enumerate(argv)]
         cli(*argv)
+    recipe = recipe_calibrate()[1:]  # after "platform": calibrate results/epyc-pp -o ...
+    options = recipe[recipe.index("--from") + 2:]  # the calibration terms of the recipe
+    overheads = _without(options, "--receiver-copies", "--socket-bandwidth")
     variants = {
-        "no CCX level, no overheads": (one_level, ("--nodes", "2", "--sockets", "1",
-                                                   "--cores", "128")),
-        "CCX level, no overheads": (work / "epyc-pp", ("--nodes", "2", "--sockets", "32",
-                                                       "--cores", "4")),
+        "no CCX level, no overheads, no sharing": (one_level, ("--sockets", "1", "--cores",
+                                                               "128"), []),
+        "CCX level, no overheads, no sharing": (work / "epyc-pp", ("--sockets", "32",
+                                                                   "--cores", "4"), []),
+        "CCX level + overheads per size (before)": (work / "epyc-pp", ("--sockets", "32",
+                                                                       "--cores", "4"),
+                                                    overheads),
+        "+ socket bandwidth, no receiver copies": (work / "epyc-pp", ("--sockets", "32",
+                                                                      "--cores", "4"),
+                                                   _without(options, "--receiver-copies")),
+        "+ receiver copies, no socket bandwidth": (work / "epyc-pp", ("--sockets", "32",
+                                                                      "--cores", "4"),
+                                                   _without(options, "--socket-bandwidth")),
     }
     out = {}
-    for i, (label, (pp_dir, shape)) in enumerate(variants.items()):
+    for i, (label, (pp_dir, shape, terms)) in enumerate(variants.items()):
         base, platform = work / f"shape-{i}.toml", work / f"platform-{i}.toml"
-        cli("platform", "new", base, "--name", f"ablation-{i}", *shape)
-        cli("platform", "calibrate", pp_dir, "-o", platform, "--from", base)
+        cli("platform", "new", base, "--name", f"ablation-{i}", "--nodes", "2", *shape)
+        cli("platform", "calibrate", pp_dir, "-o", platform, "--from", base, *terms)
         run_campaign(spec(str(platform)), work / f"sim-{i}")
         out[label] = json.loads(cli("compare", work / "real", "--against", work / f"sim-{i}",
                                     "--format", "json"))
     return out
+
+
+def recipe_calibrate() -> list[str]:
+    """The recipe's `platform calibrate` command (docs/simgrid.md), as arguments."""
+    text = (ROOT / "docs" / "simgrid.md").read_text()
+    block = text.split("<!-- recipe: orfeo-epyc -->", 1)[1].split("```")[1]
+    line = next(x for x in block.splitlines() if x.startswith("collbench platform calibrate"))
+    return shlex.split(line)[1:]
 
 
 def _f(v: float | None) -> str:
@@ -189,7 +225,10 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|")
         for label, data in ablated.items():
             print("\n".join(summary_rows(label, data)))
-        print("\n".join(summary_rows("CCX level + overheads (orfeo-epyc)", scored["sim"])))
+        print("\n".join(summary_rows("+ receiver copies + socket bandwidth (orfeo-epyc)",
+                                      scored["sim"])))
+        print("\nablation command: " + shlex.join(["collbench", *recipe_calibrate()]) +
+              " (each row: this command without the terms it names)")
     print("\nwall seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in wall.items()))
 
 

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -117,3 +117,51 @@ def kernel_runner(kernel: KernelBinary, workdir: Path) -> RunKernel:
 def run_kernel(kernel: KernelBinary, tmp_path: Path) -> RunKernel:
     return kernel_runner(kernel, tmp_path)
 
+
+
+# --- the test run itself ---------------------------------------------------------------------
+# `make test` runs `pytest -n 2 --dist loadgroup` (then the `alone` tests by themselves).
+# Tests that bring up emulated hosts or Slurm daemons share one xdist worker, so those
+# clusters are not made twice at once; the tests of a module with a module-, class- or
+# session-scoped fixture of its own (a campaign measured once, a report built once) share
+# one worker too, so that work is not done once per worker.
+CLUSTER_FIXTURES = frozenset({"hosts", "slurm_cluster", "slurm"})
+
+
+def _shares_module_work(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    module = item.nodeid.split("::")[0]
+    return info is not None and any(
+        d.scope != "function" and d.baseid == module
+        for defs in info.name2fixturedefs.values() for d in defs)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())) or \
+                item.get_closest_marker("slurm"):
+            item.add_marker(pytest.mark.xdist_group("cluster"))
+        elif _shares_module_work(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+@pytest.fixture(scope="session")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Two emulated hosts n1, n2 (2 slots each; scripts/hosts-up.sh): STATE/ssh_config and
+    STATE/hosts.txt. Up once per session (per xdist worker), torn down at its end."""
+    if os.geteuid() != 0:
+        pytest.skip("emulated hosts need root (network namespaces, sshd)")
+    probe = subprocess.run(["ip", "netns", "list"], capture_output=True) \
+        if shutil.which("ip") else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("no `ip netns` on this machine: cannot emulate hosts")
+    state = tmp_path_factory.mktemp("hosts")
+    scripts = Path(__file__).resolve().parents[1] / "scripts"
+    try:  # torn down even when bringing them up fails half-way
+        up = subprocess.run(["bash", str(scripts / "hosts-up.sh"), str(state)],
+                            capture_output=True, text=True, timeout=600)
+        assert up.returncode == 0, up.stderr
+        yield state
+    finally:
+        subprocess.run(["bash", str(scripts / "hosts-down.sh"), str(state)],
+                       capture_output=True, timeout=120)

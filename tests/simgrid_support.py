@@ -62,3 +62,33 @@ def small_platform(tmp_path: Path, text: str = SMALL) -> Path:
     path = tmp_path / "small.toml"
     path.write_text(text)
     return path
+
+
+def linear_bcast_max_us(platform: Path, tmp: Path, tag: str, size: int,
+                        ompi_version: str | None = None) -> float:
+    """max_us of a simulated basic_linear bcast of `size` bytes at 8 ranks on `platform`."""
+    from collbench.cli import main
+    from collbench.store import Store
+
+    version = f'ompi_version = "{ompi_version}"\n' if ompi_version else ""
+    spec = tmp / f"{tag}-spec.toml"
+    spec.write_text(f"""
+[campaign]
+name = "{tag}"
+[measure]
+collectives = ["bcast"]
+algorithms = ["basic_linear"]
+sizes = [{size}]
+nprocs = [8]
+iterations = 2
+warmup = 1
+[run]
+backend = "simgrid"
+[run.simgrid]
+platform = "{platform}"
+{version}""")
+    assert main(["run", str(spec), "-o", str(tmp / tag)]) == 0
+    con = Store(tmp / tag).connect()
+    row = con.execute("SELECT max_us FROM measurements WHERE status = 'ok'").fetchone()
+    assert row is not None
+    return float(row[0])

@@ -55,6 +55,17 @@ def test_show_unknown_collective_is_did_you_mean(folder: Path,
                    "present: bcast (did you mean bcast?)\n")
 
 
+def test_show_takes_runs_short_filters(folder: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """-c and -n mean in `show` what they mean in `run` (collective, process count)."""
+    capsys.readouterr()
+    assert main(["show", str(folder), "--collective", "bcast", "--nprocs", "4"]) == 0
+    long = capsys.readouterr().out
+    assert main(["show", str(folder), "-c", "bcast", "-n", "4"]) == 0
+    assert capsys.readouterr().out == long and "bcast" in long
+    assert main(["show", str(folder), "-c", "bcats"]) == 2
+
+
 def test_csv_is_spelled_as_export_spells_it(folder: Path, tmp_path: Path) -> None:
     sql = ("SELECT validated, avg_us, size_bytes FROM measurements WHERE validated "
            "IS NOT NULL ORDER BY size_bytes, avg_us")

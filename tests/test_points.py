@@ -278,7 +278,7 @@ def test_reads_while_another_process_retries_failed_launches(tmp_path: Path) -> 
                              env=env, capture_output=True, check=False)
     assert crashed.returncode == 1, crashed.stderr  # every launch failed
     reads = 0
-    for i in range(12):  # the rows go at one moment of each retry: reads race it again
+    for i in range(5):  # the rows go at one moment of each retry: reads race it again
         out = tmp_path / f"res{i}"
         shutil.copytree(failed, out)
         retry = subprocess.Popen([sys.executable, "-m", "collbench.cli", "run", str(spec),
@@ -295,4 +295,4 @@ def test_reads_while_another_process_retries_failed_launches(tmp_path: Path) -> 
             retry.send_signal(signal.SIGTERM)  # what follows only measures again
             _, err = retry.communicate(timeout=60)
         assert retry.returncode in (0, 130), err
-    assert reads > 12
+    assert reads > 5

@@ -115,6 +115,9 @@ def _say(message: str) -> None:
 def _one_backend(source: SpecSource, mpi: MpiInstall, request: Request, store: Store,
                  stored: str | None = None, resume: bool = False) -> Backend:
     name = request.backend or stored or source.spec.run.backend
+    if source.spec.run.monitoring and name in ("simgrid", "fake"):  # the spec checks its own
+        raise UserError(f"--backend {name}: {source.origin} asks run.monitoring, which needs "
+                        "Open MPI's pml/monitoring; valid: local, hosts or slurm")
     setup = BackendSetup(source.spec, mpi, source.origin, store, request.platform, resume)
     return create(name, setup, "--backend" if request.backend else
                   f"{source.origin}: run.backend")

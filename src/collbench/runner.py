@@ -16,6 +16,7 @@ from typing import Any
 from collbench.catalog import components
 from collbench.catalog.forcing import is_forcing_env, is_forcing_mca
 from collbench.errors import UserError
+from collbench.kernel import monitoring
 from collbench.launch import program as programs
 from collbench.launch.base import Backend, LaunchBackend, LaunchOutcome, call_for
 from collbench.launch.batch import BatchBackend, Done
@@ -172,7 +173,8 @@ def build_rows(
             median_us=got.get("median_us"), bandwidth_mbs=got.get("bandwidth_mbs"),
             validated=bool(got.get("validated", False)), status=got.get("status", "failed"),
             error=got.get("error"),
-            metrics=with_metrics(kernel_metrics(got), nonblocking_metrics(point, got)),
+            metrics=with_metrics(kernel_metrics(got), {**nonblocking_metrics(point, got),
+                                                       **got.get("monitoring", {})}),
         ))
     return rows
 
@@ -381,6 +383,8 @@ def _record(store: Store, launch: Launch, outcome: LaunchOutcome, ctx: RowContex
         extra_meta = {**(extra_meta or {}), "stdout_tail": stdout[-ERROR_TAIL:]}
     else:
         measured = read_kernel_output(work / "kernel.jsonl")
+        if launch.monitoring:  # run.monitoring: each ok point's counts per level
+            measured = monitoring.attach(launch.nprocs, measured, work)
         rows = build_rows(launch, measured, outcome, ctx, nodes)
         samples = _write_samples(launch, measured, work / "samples.jsonl")
     meta = {

@@ -11,15 +11,16 @@ from typing import Any
 from collbench.catalog import components
 from collbench.catalog.collectives import COLLECTIVES, Kind
 from collbench.launch import program as programs
-from collbench.plan import Launch, Point
+from collbench.plan import Launch, Point, han_levels
 
 # Keys of a kernel output line that go into the row's metrics column: under SimGrid,
 # whose code ran ("port" or "smpi") and what a "default" point resolved to; with a real
 # MPI, "coll_preference": "^han" when a forced coll/tuned algorithm was measured on a
 # communicator coll/han may not take (the kernel's new_measure_comm says why), and
-# "sub_components": the components coll/han's sub-communicators used (the probe's).
+# "sub_components": the components coll/han's sub-communicators used, "sub_algorithms":
+# the coll/tuned algorithm ids run on them by communicator size (the probe's).
 KERNEL_METRICS = ("implementation", "resolved_algorithm", "resolved_algorithm_id",
-                  "coll_preference", "sub_components")
+                  "coll_preference", "sub_components", "sub_algorithms")
 
 
 # Figures of [measure] timing = "completion" (docs/statistics.md, "Completion time"): the
@@ -33,7 +34,7 @@ TIMING_METRICS = ("completion_us", "completion_ci", "completion_late", "synced_a
 def kernel_metrics(got: dict[str, Any]) -> str | None:
     """The metrics JSON of one kernel output line (None when it has none of the keys)."""
     metrics = {k: got[k] for k in KERNEL_METRICS if k in got
-               and (k != "sub_components" or got[k])}
+               and (k not in ("sub_components", "sub_algorithms") or got[k])}
     metrics.update({k: got[k] for k in TIMING_METRICS if got.get(k) is not None})
     return json.dumps(metrics, sort_keys=True) if metrics else None
 
@@ -99,6 +100,7 @@ def launch_forcing_mca(launch: Launch) -> frozenset[str]:
         setting = han_setting(launch, point)
         if setting is not None:
             keys |= set(setting.mca(point.collective, point.segsize))
+            keys |= set(han_levels.MCA_KEYS) if setting.levels else set()
     return frozenset(keys)
 
 
@@ -117,8 +119,14 @@ def served(launch: Launch, point: Point, got: dict[str, Any], mpi: str
     if got.get("status") == "ok" and not p2p:
         problem = components.served_problem(point.collective, point.algorithm,
                                             launch.component, forced_tuned, forced_nb, got)
+        if problem is None and han is not None:  # e.g. han's levels of the same size
+            problem = components.levels_problem(han, launch.nprocs, launch.ppn)
         if problem is None and han is not None and got.get("component") == "han":
             problem = components.han_problem(point.collective, han, got)
+        if problem is None and han is not None and got.get("component") == "han" \
+                and launch.ppn:  # each level ran its forced tuned algorithm (the probe's)
+            problem = han_levels.traced_problem(han, point.collective, launch.nprocs,
+                                                launch.ppn, got)
         if problem:  # the row is the variant asked for, failed; the error says what ran
             got = {"status": "failed", "error": problem}
             component = want or component

@@ -92,8 +92,11 @@ def test_algorithm_column_keeps_todays_meaning(btl: Store) -> None:
 
 
 @pytest.mark.parametrize(("baseline", "message"), [
-    ("nope=1", r"--baseline column 'nope' is not valid; valid: algorithm, mca.btl "
-               r"\(columns with several values here\)"),
+    ("nope=1", r"--baseline column 'nope' is not valid; valid: an algorithm \(binomial, "
+               r"default\) or COLUMN=VALUE with several values here: mca.btl=self,tcp\|"
+               r"self,vader$"),
+    ("ring", r"--baseline 'ring' was not measured here; valid: an algorithm \(binomial, "
+             r"default\) or COLUMN=VALUE with several values here: mca.btl="),
     ("btl=sm", r"--baseline mca.btl='sm' was not measured here; values of mca.btl: "
                r"self,tcp, self,vader"),
     ("btl=self,vadr", r"\(did you mean self,vader\?\)"),
@@ -113,7 +116,7 @@ def test_cli_exit_codes(btl: Store, capsys: pytest.CaptureFixture[str]) -> None:
     assert out.splitlines()[0].split(",")[7] == "mca.btl"  # the variant column, named
     assert main(["compare", str(btl.root), "--baseline", "bogus=1"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "valid: algorithm, mca.btl" in err
+    assert err.count("\n") == 1 and "valid: an algorithm (binomial, default) or" in err
 
 
 def test_mpis_as_variants_and_never_pooled(tmp_path: Path) -> None:

@@ -211,8 +211,9 @@ def test_baseline_resolution_and_errors(tmp_path: Path) -> None:
     store = make_store(tmp_path, rows)
     assert compare(store, baseline="pipeline").baseline == "pipeline[seg=8192]"
     assert compare(store, baseline="binomial").baseline == "binomial"
-    with pytest.raises(UserError, match=r"'binomal' was not measured.*algorithms present: "
-                                        r"binomial, default, pipeline\[seg=8192\] "
+    with pytest.raises(UserError, match=r"'binomal' was not measured.*valid: an algorithm \("
+                                        r"binomial, default, pipeline\[seg=8192\]\) \(no "
+                                        r"other column has several values here\) "
                                         r"\(did you mean binomial\?\)"):
         compare(store, baseline="binomal")
     with pytest.raises(UserError, match="--stat 'mean' is not valid"):

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from collbench.analyse import mpidiff
 from collbench.campaign import create_folder
-from collbench.catalog import mpich_csel
-from collbench.catalog import ompi_decisions as od
+from collbench.catalog import han_plan, mpich_csel
 from collbench.catalog.mpi_install import parse_spec, prefix_of
 from collbench.cli import main
 from collbench.errors import UserError
@@ -34,11 +33,11 @@ def test_open_mpi_4_1_and_5_0_differ_only_where_han_serves_several_nodes() -> No
     one = mpidiff.decision_changes(*deciders(*OMPI))
     assert one == []  # one node: both run coll/tuned's fixed rules, the same in 4.1 and 5.0
     two = mpidiff.decision_changes(*deciders(*OMPI, nodes=2), nprocs_list=(4, 8))
-    assert {c.collective for c in two} == set(od.HAN_SERVES)
+    assert {c.collective for c in two} == set(han_plan.HAN_SERVES)
     for c in two:
         assert c.b.endswith("@han") and not c.a.endswith("@han")
-        assert c.a == od.default_choice("4.1.8", c.collective, c.nprocs, c.size_from,
-                                        2).algorithm
+        assert c.a == han_plan.default_choice("4.1.8", c.collective, c.nprocs,
+                                              c.size_from, 2).algorithm
     # ranges are maximal: two neighbours of one collective and nprocs never say the same
     for x, y in itertools.pairwise(two):
         if (x.collective, x.nprocs) == (y.collective, y.nprocs):
@@ -92,6 +91,36 @@ def test_mpich_decisions_come_from_each_library() -> None:
     assert changes == [] or all(c.a != c.b for c in changes)
 
 
+IMPI = ("impi==2021.17.2", "impi==2021.18.1")
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+@pytest.mark.skipif(
+    not all((prefix_of(parse_spec(s)) / "bin").is_dir() for s in IMPI),
+    reason="impi 2021.17.2 and 2021.18.1 not installed (collbench mpi install)")
+def test_intel_mpi_defaults_are_traced_from_each_library(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One traced kernel run per version (np=2): the command's table is built from the
+    functions each library calls, not from a table of collbench's."""
+    assert main(["diff-mpi", *IMPI, "--collective", "bcast", "--sizes", "64,4096,65536",
+                 "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["a"] == IMPI[0] and isinstance(data["decisions"], list)
+    for c in data["decisions"]:  # a change names the functions on both sides
+        assert c["a"] != c["b"] and "Bcast" in c["a"] + c["b"]
+    from collbench.catalog.mpi import find_mpi
+    from collbench.tune.impi_decisions import TracedDefaults
+
+    b = TracedDefaults(find_mpi(prefix_of(parse_spec(IMPI[1]))), ["bcast"], [64, 4096, 65536])
+    got = [b.decide("bcast", 2, s) for s in (64, 4096, 65536)]
+    # 2021.18.1 at 2 ranks on one node: binomial for small messages, then its shared-memory
+    # gather/release bcast, then scatter + recursive doubling allgather
+    assert got == ["Bcast_intra_binomial", "SHMGR_Gather SHMGR_Release_bcast",
+                   "Bcast_intra_scatter_recursive_doubling_allgather"], got
+    assert b.decide("bcast", 2, 128) == ""  # a size not traced is unknown, not a decision
+
+
 def row(**kw: Any) -> dict[str, Any]:
     return points_row(**{"backend": "local", "selection": "none", **kw})
 
@@ -134,7 +163,7 @@ def test_the_command_prints_both_parts_and_refuses_bad_input(
     assert [m["size_bytes"] for m in data["measured"] if m["verdict"] == "regression"] \
         == [1024]
     for bad, said in ((["openmpi==4.1.8", "mpich==5.0.2"], "two implementations"),
-                      (["impi==2021.18.1", "impi==2021.19.0"], "no decision table"),
+                      (["impi==2021.18.1", "impi==2021.19.0"], "not installed"),
                       ([*OMPI, "--nprocs", "1,x"], "--nprocs"),
                       (["openmpi==4.1.8", "openmpi==4.1.8"], "both"),
                       ([*OMPI, "--results", str(tmp_path / "none")], "none")):

@@ -96,6 +96,7 @@ def test_the_ring_jumps_where_it_crosses_sockets_and_nodes(
     assert (tmp_path / "report" / "tables" / "apps-ring.csv").exists()
 
 
+@pytest.mark.alone  # SMPI times the real compute blocks: a busy machine slows them
 def test_jacobi_at_24_and_48_ranks_against_its_model(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

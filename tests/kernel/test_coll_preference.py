@@ -14,7 +14,7 @@ import pytest
 from collbench.campaign import Request, SpecSource, open_campaign
 from collbench.catalog.mpi import MpiInstall
 from collbench.tune.shim import build_shim, read_traces
-from tests.launch.test_hosts import hosts, rows, spec_text, the_mpi  # noqa: F401 (a fixture)
+from tests.launch.test_hosts import rows, spec_text, the_mpi
 
 SIZES = (8, 65536)
 
@@ -41,7 +41,7 @@ def campaign(state: Path, tmp_path: Path, algorithms: str, mpi: MpiInstall,
 @pytest.mark.mpi
 @pytest.mark.parametrize("version", ["openmpi-5.0", "openmpi-4.1"])
 def test_forced_tuned_algorithms_run_on_the_whole_communicator_across_hosts(
-        version: str, hosts: Path, tmp_path: Path,  # noqa: F811
+        version: str, hosts: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMPI_MCA_mpi_yield_when_idle", "1")
     monkeypatch.setenv("COLLBENCH_CACHE", str(tmp_path / "cache"))
@@ -90,7 +90,7 @@ def _epochs(got: list[dict[str, object]], algorithm: str) -> set[int]:
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_components_are_a_dimension_and_a_request_that_fails_is_a_failed_point(
-        hosts: Path, tmp_path: Path,  # noqa: F811
+        hosts: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """[measure] components under 5.0 on 2 hosts: "han" with a forced tuned algorithm runs
     that algorithm on han's 2-rank sub-communicators only (as the trace shows), labelled

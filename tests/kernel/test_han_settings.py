@@ -7,15 +7,19 @@ shows each knob took effect (docs/components.md, "han's own settings")."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from collbench.analyse.compare import compare
 from collbench.campaign import Request, SpecSource, open_campaign
+from collbench.catalog import components, ompi_decisions
+from collbench.plan import han_levels
 from collbench.store import Store
 from collbench.tune import han
-from tests.launch.test_hosts import hosts, rows, spec_text, the_mpi  # noqa: F401 (a fixture)
+from collbench.tune.shim import build_shim, read_traces
+from tests.launch.test_hosts import rows, spec_text, the_mpi
 
 ALGORITHMS = ('["default", "binomial", "simple", "intra+low=sm", "intra+up=adapt", '
               '{name = "intra", segsize = [16384]}]')
@@ -23,7 +27,7 @@ ALGORITHMS = ('["default", "binomial", "simple", "intra+low=sm", "intra+up=adapt
 
 @pytest.mark.slow
 @pytest.mark.mpi
-def test_han_settings_run_as_named_across_hosts(hosts: Path, tmp_path: Path,  # noqa: F811
+def test_han_settings_run_as_named_across_hosts(hosts: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMPI_MCA_mpi_yield_when_idle", "1")
     monkeypatch.setenv("COLLBENCH_CACHE", str(tmp_path / "cache"))
@@ -72,6 +76,66 @@ def test_han_settings_run_as_named_across_hosts(hosts: Path, tmp_path: Path,  # 
                set(str(json.loads(str(r["metrics"]))["sub_components"]).split(","))
                for r in _run(spec, tmp_path / "file")}
     assert "libnbc" in by_file["0"] and not by_file["1"] & {"libnbc", "adapt"}, by_file
+
+
+PER_LEVEL = "simple+low=tuned:binomial+up=tuned:pipeline"
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_tuned_algorithm_forced_per_level_runs_on_that_level_only(
+        hosts: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One launch, 2 hosts x 3 ranks, han's simple bcast with coll/tuned's binomial on the
+    3-rank low level and pipeline on the 2-rank up level (a rules file keyed by size,
+    plan/han_levels.py): the row is ok because the kernel's probe saw each level's algorithm
+    (served.py), and the algtrace library (each tuned decision with its communicator's size,
+    as `rules verify` uses it) agrees. Then the rules file is tampered to force chain on the
+    up level: the same variant's point fails, saying what ran."""
+    monkeypatch.setenv("OMPI_MCA_mpi_yield_when_idle", "1")
+    monkeypatch.setenv("COLLBENCH_CACHE", str(tmp_path / "cache"))
+    three = tmp_path / "hosts3.txt"  # 3 slots per host, unbound: the machine has 2 cores
+    three.write_text("".join(f"{line.split(':')[0]}:3\n" for line in
+                             (hosts / "hosts.txt").read_text().split()))
+    spec = tmp_path / "spec.toml"
+    text = spec_text(f'hostfile = "{three}"\nssh_config = "{hosts / "ssh_config"}"',
+                     'nprocs = [6]\nppn = [3]\nbind_to = ["none"]\ncomponents = ["han"]')
+    spec.write_text(text.replace('algorithms = "default"', f'algorithms = ["{PER_LEVEL}"]')
+                    .replace("sizes = [8, 1024]", "sizes = [8, 65536]"))
+    mpi = the_mpi("openmpi-5.0")
+    lib, prefix = build_shim(mpi.mpicc, tmp_path / "cache"), tmp_path / "trace"
+    camp = open_campaign(SpecSource.from_file(spec), mpi, Request(tmp_path / "out"),
+                         say=lambda _: None)
+    camp.run(wrapper=("env", f"LD_PRELOAD={lib}", f"COLLBENCH_ALGTRACE={prefix}"))
+    got = rows(tmp_path / "out")
+    assert {(r["status"], r["component"], r["algorithm"]) for r in got} == {
+        ("ok", "han", PER_LEVEL)}, [r["error"][-3000:] for r in got]
+    assert all("tuned" in json.loads(str(r["metrics"]))["sub_components"] for r in got)
+    # rank 0 leads node 1: it is on the 3-rank low and the 2-rank up communicator
+    ids = {a: ompi_decisions.ALGORITHMS["bcast"].index(a) + 1
+           for a in ("binomial", "pipeline", "chain")}
+    want = {(3, ids["binomial"]), (2, ids["pipeline"])}
+    for row in got:  # what the row's check read: the probe's, in the row's metrics
+        probed = han_levels.traced(json.loads(str(row["metrics"]))["sub_algorithms"])
+        assert {(s, a) for c, s, a in probed or () if c == "bcast"} == want, row["metrics"]
+    (trace,) = [t for t in read_traces(prefix, range(6)) if t.rank == 0]
+    ran = {(c.comm_size, c.algorithm) for c in trace.calls
+           if not c.world and c.collective == "bcast" and c.bytes in (8, 65536)}
+    assert ran == want, trace.calls
+
+    # named but not run: the cached rules file (content-addressed, reused as it is) now
+    # forces chain on the 2-rank up level; no tracer, the probe alone fails the point
+    setting = components.han_setting_of(PER_LEVEL)
+    assert setting is not None
+    (rules,) = (tmp_path / "cache" / "han-levels").glob("*/tuned.rules")
+    rules.write_text(han_levels.rules_text(replace(setting, up_tuned="chain"), "bcast", 6, 3))
+    spec.write_text(spec.read_text().replace("sizes = [8, 65536]", "sizes = [8]"))
+    open_campaign(SpecSource.from_file(spec), mpi, Request(tmp_path / "tampered"),
+                  say=lambda _: None).run()
+    (row,) = rows(tmp_path / "tampered")
+    assert (row["status"], row["component"], row["algorithm"]) == ("failed", "han", PER_LEVEL)
+    assert str(row["error"]).startswith("coll/tuned ran bcast chain on han's up communicator "
+                                        "(2 ranks), not pipeline"), row["error"]
 
 
 def _run(spec: Path, out: Path) -> list[dict[str, object]]:

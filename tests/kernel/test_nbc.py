@@ -279,6 +279,7 @@ def test_large_iallgather_overlap_with_and_without_test_calls(run_kernel: RunKer
     assert none["overlap_pct"] < 50 and some["overlap_pct"] < 50, (none, some)
 
 
+@pytest.mark.alone  # compares timings with OSU's samples: run with nothing beside it
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_columns_match_osu_74_samples_loosely(run_kernel: RunKernel, nprocs: int) -> None:
     """Same columns as OSU 7.4's osu_iallgather, same orders of magnitude (another machine,
@@ -324,7 +325,8 @@ SMPI_PLATFORM = """<?xml version='1.0'?>
                     reason="SimGrid SMPI not installed")
 def test_smpi_runs_every_nonblocking_collective(tmp_path: Path) -> None:
     """SimGrid 3.32 runs all 14 MPI_I<coll>; its network progresses on its own, so a
-    compute sized to the pure time hides all of it."""
+    compute sized to the pure time hides all of it, and the hide_steps sweep, which would
+    only measure that model, is not run (its figures null: not modelled)."""
     from collbench.launch.simgrid import build_smpi_kernel, find_smpi
 
     tools = find_smpi()
@@ -343,8 +345,9 @@ def test_smpi_runs_every_nonblocking_collective(tmp_path: Path) -> None:
     records = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["collective"] for r in records] == [*NONBLOCKING, "iallgather"]
     for rec in records:
-        check_nb(rec, hide=rec is records[-1])
+        check_nb(rec)
         assert rec["validated"] is True
         if rec["collective"] != "ibarrier":
             assert rec["overlap_pct"] > 95, rec
-    assert records[-1]["max_hidden_pct"] > 40
+    assert records[-1]["hide_steps"] == 2
+    assert all(records[-1][k] is None for k in HIDE_KEYS)

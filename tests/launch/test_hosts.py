@@ -10,14 +10,13 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -252,26 +251,6 @@ def test_the_cli_refuses_too_many_ranks_before_creating_anything(tmp_path: Path)
 
 
 # --- for real, over two emulated hosts -----------------------------------------------------
-
-@pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Two hosts n1, n2 (2 slots each): STATE/ssh_config and STATE/hosts.txt; torn down."""
-    if os.geteuid() != 0:
-        pytest.skip("emulated hosts need root (network namespaces, sshd)")
-    probe = subprocess.run(["ip", "netns", "list"], capture_output=True) \
-        if shutil.which("ip") else None
-    if probe is None or probe.returncode != 0:
-        pytest.skip("no `ip netns` on this machine: cannot emulate hosts")
-    state = tmp_path_factory.mktemp("hosts")
-    try:  # torn down even when bringing them up fails half-way
-        up = subprocess.run(["bash", str(REPO / "scripts" / "hosts-up.sh"), str(state)],
-                            capture_output=True, text=True, timeout=600)
-        assert up.returncode == 0, up.stderr
-        yield state
-    finally:
-        subprocess.run(["bash", str(REPO / "scripts" / "hosts-down.sh"), str(state)],
-                       capture_output=True, timeout=120)
-
 
 def host_spec(state: Path, folder: Path, measure: str = "nprocs = [4]\nppn = [2]",
               hosts: str | None = None, run: str = "", workload: str = "") -> Path:

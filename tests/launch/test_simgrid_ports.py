@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from collbench.catalog import ompi_decisions
-from collbench.catalog.simgrid import han_lines
+from collbench.catalog.simgrid import HAN_PORTS, han_lines
 from collbench.cli import main
 from tests.launch.test_simgrid import rows, spec
 from tests.simgrid_support import needs_smpi, small_platform
@@ -59,9 +59,9 @@ def test_every_port_runs_and_computes_right(tmp_path: Path, sim_env: Path) -> No
 def test_default_resolves_to_the_fixed_decision_rules(tmp_path: Path, sim_env: Path) -> None:
     """The row says what "default" ran; it is Open MPI 5.0's fixed decision at each
     (collective, nprocs, size) — sizes on both sides of several switch points. At 7 ranks
-    (4 + 3 on the platform's 2 nodes) coll/han takes bcast, reduce and allreduce: allreduce
-    runs han's hierarchy, bcast and reduce han's fallback to the fixed decision
-    (test_han_on_two_nodes)."""
+    (4 + 3 on the platform's 2 nodes) coll/han takes bcast, reduce, allreduce, gather,
+    scatter, allgather and barrier: allreduce and barrier run han's hierarchy, the others
+    han's fallback to the fixed decision (test_han_on_two_nodes)."""
     path = spec(tmp_path, collectives='["bcast", "reduce", "gather", "scatter", "allreduce", '
                 '"allgather", "alltoall", "reduce_scatter_block", "barrier", "gatherv"]',
                 algorithms='["default"]', sizes="[1, 64, 2048, 8192, 65536, 262144]",
@@ -73,10 +73,11 @@ def test_default_resolves_to_the_fixed_decision_rules(tmp_path: Path, sim_env: P
     for r in got:
         m = metrics(r)
         assert m["implementation"] == "port", r
-        spans = r["nprocs"] == 7 and r["collective"] in ("bcast", "reduce", "allreduce")
+        spans = r["nprocs"] == 7 and r["collective"] in HAN_PORTS
         assert r["component"] == ("han" if spans else "tuned"), r
-        if spans and r["collective"] == "allreduce":
-            assert (m["resolved_algorithm"], m["resolved_algorithm_id"]) == ("intra", None)
+        if spans and r["collective"] in ("allreduce", "barrier"):
+            assert (m["resolved_algorithm"], m["resolved_algorithm_id"]) == (
+                HAN_PORTS[r["collective"]], None)
             continue
         if r["collective"] == "gatherv":  # coll/tuned has none: coll/basic's linear
             assert (m["resolved_algorithm"], m["resolved_algorithm_id"]) == ("basic_linear",
@@ -181,16 +182,18 @@ def test_version_4_1_runs_the_same_rules(tmp_path: Path, sim_env: Path) -> None:
 
 def test_han_on_two_nodes(tmp_path: Path, sim_env: Path) -> None:
     """A simulated Open MPI 5.0 whose ranks span both nodes runs coll/han's port for default
-    bcast, reduce and allreduce (component "han"; 4 + 4 in blocks, 2 + 2 round robin), with
-    every byte checked; han's collectives not ported (gather), one node and a forced tuned
-    algorithm keep coll/tuned on the whole communicator; 4.1 (han at priority 0) never runs
-    han. The hierarchy is not the fixed decision on the whole communicator: most of its
+    bcast, reduce, allreduce, gather, scatter and allgather (component "han"; 4 + 4 in
+    blocks, 2 + 2 round robin), with every byte checked; a collective han lacks (alltoall),
+    one node (4 ranks in blocks), one rank per node (1 + 1: han steps aside) and a forced
+    tuned algorithm keep coll/tuned on the whole communicator; 4.1 (han at priority 0) never
+    runs han. The hierarchy is not the fixed decision on the whole communicator: most of its
     times differ."""
     got = {}
     for version in ("4.1", "5.0"):
         path = spec(tmp_path, f"{version}.toml",
-                    collectives='["bcast", "reduce", "allreduce", "gather"]',
-                    algorithms='["default"]', sizes="[64, 65536, 200000]", nprocs="[4, 8]",
+                    collectives='["bcast", "reduce", "allreduce", "gather", "scatter", '
+                                '"allgather", "alltoall"]',
+                    algorithms='["default"]', sizes="[64, 65536, 200000]", nprocs="[2, 4, 8]",
                     map_by='["core", "node"]', extra="validate = true")
         path.write_text(path.read_text() + f'\n[run.simgrid]\nompi_version = "{version}"\n')
         rows_ = run(tmp_path, path, tmp_path / version)
@@ -200,15 +203,15 @@ def test_han_on_two_nodes(tmp_path: Path, sim_env: Path) -> None:
     differ = 0
     for key, r in got["5.0"].items():
         coll, mapping, nprocs, _ = key
-        han = coll in ("bcast", "reduce", "allreduce") and (nprocs == 8 or mapping == "node")
+        han = coll in HAN_PORTS and (nprocs == 8 or (nprocs == 4 and mapping == "node"))
         assert r["component"] == ("han" if han else "tuned"), key
         assert got["4.1"][key]["component"] == "tuned", key
         if han:
-            assert metrics(r)["resolved_algorithm"] == "intra"
+            assert metrics(r)["resolved_algorithm"] == HAN_PORTS[coll]
             differ += r["avg_us"] != got["4.1"][key]["avg_us"]
-        else:  # the same fixed decision under both series
-            assert r["avg_us"] == got["4.1"][key]["avg_us"], key
-    assert differ >= 8, differ  # of 12 han points (some paths take as long either way)
+        elif nprocs <= 4 and (mapping == "core" or nprocs == 2):  # one node or one rank per
+            assert r["avg_us"] == got["4.1"][key]["avg_us"], key  # node: tuned in both
+    assert differ >= 16, differ  # of 24 han points (some paths take as long either way)
     path = spec(tmp_path, "forced.toml", collectives='["bcast"]', algorithms='["binomial"]',
                 sizes="[64]", nprocs="[4]", map_by='["node"]')
     forced = run(tmp_path, path, tmp_path / "forced")
@@ -216,7 +219,9 @@ def test_han_on_two_nodes(tmp_path: Path, sim_env: Path) -> None:
 
 
 def test_han_lines_follow_the_series_and_the_nodes() -> None:
-    assert han_lines("5.0.11", ["gather", "bcast", "allreduce", "bcast"], 2, 4, 2) == [
-        "han bcast 4 2 intra", "han allreduce 4 2 intra"]
+    assert han_lines("5.0.11", ["alltoall", "gather", "bcast", "allreduce", "bcast"], 2, 4,
+                     2) == ["han gather 4 2 simple", "han bcast 4 2 intra",
+                            "han allreduce 4 2 intra"]
+    assert han_lines("5.0", ["barrier", "alltoall"], 2, 1, 2) == ["han barrier 1 2 simple"]
     assert han_lines("4.1.8", ["bcast"], 2, 1, 2) == []
     assert han_lines("5.0", ["bcast"], 1, 1, 2) == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collbench.catalog import ompi_decisions as od
+from collbench.catalog import han_plan as od
 from collbench.cli import main
 from collbench.models import han
 from collbench.models.algorithms import detail

@@ -15,8 +15,7 @@ from collbench.commands.simulated_pingpong import simulate_pingpong
 from collbench.platforms.model import load_cluster, parse_cluster
 from collbench.platforms.simgrid_xml import platform_xml
 from collbench.platforms.template import cluster_toml
-from collbench.store import Store
-from tests.simgrid_support import needs_smpi
+from tests.simgrid_support import linear_bcast_max_us, needs_smpi
 
 LINE = """\
 name = "line"
@@ -53,30 +52,6 @@ def test_overheads_are_bounded_and_part_of_the_latency(tmp_path: Path,
         assert problem in err and str(bad) in err and err.count("\n") == 1, err
 
 
-def _max_us(platform: Path, tmp: Path, tag: str) -> float:
-    spec = tmp / f"{tag}-spec.toml"
-    spec.write_text(f"""
-[campaign]
-name = "{tag}"
-[measure]
-collectives = ["bcast"]
-algorithms = ["basic_linear"]
-sizes = [1]
-nprocs = [8]
-iterations = 2
-warmup = 1
-[run]
-backend = "simgrid"
-[run.simgrid]
-platform = "{platform}"
-""")
-    assert main(["run", str(spec), "-o", str(tmp / tag)]) == 0
-    con = Store(tmp / tag).connect()
-    row = con.execute("SELECT max_us FROM measurements WHERE status = 'ok'").fetchone()
-    assert row is not None
-    return float(row[0])
-
-
 @needs_smpi
 def test_send_overheads_serialise_a_linear_broadcast(tmp_path: Path, sim_env: Path) -> None:
     with_o, without = tmp_path / "with.toml", tmp_path / "without.toml"
@@ -90,7 +65,8 @@ def test_send_overheads_serialise_a_linear_broadcast(tmp_path: Path, sim_env: Pa
         assert sim["intra_socket"][1] == pytest.approx(2.0 + 17 / 10000, rel=1e-3), path
     # The root's 7 sends of a linear bcast cost it 1 µs each: the last receiver ends at least
     # 6 µs later than when every send leaves at once (link latency alone).
-    later = _max_us(with_o, tmp_path, "with") - _max_us(without, tmp_path, "without")
+    later = linear_bcast_max_us(with_o, tmp_path, "with", 1) - \
+        linear_bcast_max_us(without, tmp_path, "without", 1)
     assert later >= 6.0 * 0.95, later
 
 

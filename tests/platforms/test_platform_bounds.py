@@ -118,6 +118,8 @@ def _bounded(c: Cluster) -> None:
     assert _within(t.oversubscription, OVERSUBSCRIPTION), t
     assert _within(t.hop_latency_us, OVERHEAD), t
     assert _within(c.smpi.eager_threshold, SIZE), c.smpi
+    bw = c.memory.socket_bandwidth_mbs
+    assert bw == 0 or _within(bw, BANDWIDTH), c.memory
     for v in c.calibration.values():
         assert not isinstance(v, float) or math.isfinite(v), c.calibration
 

@@ -16,7 +16,7 @@ from collbench.errors import UserError
 from collbench.tune import han, writer
 from collbench.tune.select import Choice, Selection
 from collbench.tune.shim import build_shim, read_traces
-from tests.launch.test_hosts import hosts, rows, spec_text, the_mpi  # noqa: F401 (a fixture)
+from tests.launch.test_hosts import rows, spec_text, the_mpi
 from tests.test_points import folder, row
 
 
@@ -153,7 +153,7 @@ def test_a_han_setting_that_won_is_in_the_han_file_or_in_mca_settings(
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_a_han_rules_file_from_tune_fires_on_two_hosts(
-        hosts: Path, tmp_path: Path,  # noqa: F811
+        hosts: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Open MPI 5.0.11 on 2 hosts × 2 ranks with tune's two files active: below 4 KiB han
     serves bcast; from 4 KiB coll/tuned serves the whole communicator and runs binomial
@@ -192,7 +192,7 @@ def test_a_han_rules_file_from_tune_fires_on_two_hosts(
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_rules_verify_and_tune_validate_prove_both_files_on_two_hosts(
-        hosts: Path, tmp_path: Path,  # noqa: F811
+        hosts: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """`rules verify --han` on 2 hosts × 2 ranks: every boundary served by the component
     han's file names, tuned's rule run at the top level where it is tuned; with han's

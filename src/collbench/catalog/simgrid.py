@@ -380,18 +380,23 @@ def default_decisions(version: str, collective: str, nprocs: int,
     return d.algorithm_id, fanout, name
 
 
-# coll/han 5.0's default hierarchies ported (kernel/ports/cbp_han.c, proven message for
-# message on two hosts by tests/kernel/test_ports_han.py) and han's name for each. han's
-# gather, scatter, allgather and barrier are not ported: their default points run
-# coll/tuned's fixed decision on the whole communicator, and their rows say "tuned".
-HAN_PORTS: Final = {"bcast": "intra", "reduce": "intra", "allreduce": "intra"}
+# coll/han 5.0's default hierarchies ported for any number of nodes and any layout
+# (kernel/ports/cbp_han.c, proven message for message on two and five hosts by
+# tests/kernel/test_ports_han.py; cbp_han_applies steps aside only where han does: one node
+# or one rank per node) and han's name for each (its
+# default gather is "simple": use_simple_gather is on; "simple" is its only barrier, which
+# also separates the timed iterations of the default points han serves).
+HAN_PORTS: Final = {"bcast": "intra", "reduce": "intra", "allreduce": "intra",
+                    "gather": "simple", "scatter": "intra", "allgather": "intra",
+                    "barrier": "simple"}
 
 
 def han_lines(version: str, collectives: list[str], nodes: int, divisor: int,
               modulus: int) -> list[str]:
     """The ports table's `han` lines: a simulated Open MPI 5.0 whose ranks span `nodes` >= 2
     nodes runs coll/han (priority 35 over tuned's 30; 4.1 ships it at 0) for the default
-    points of its ported collectives; rank r is on node (r // divisor) % modulus."""
+    points of its ported collectives (give "barrier" for the barrier between iterations);
+    rank r is on node (r // divisor) % modulus."""
     if ompi_decisions.series(version) != "5.0" or nodes < 2:
         return []
     return [f"han {c} {divisor} {modulus} {HAN_PORTS[c]}"

@@ -11,10 +11,12 @@ from collbench.catalog import components, mpich
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.catalog.load import load_catalog
 from collbench.catalog.mpi import MpiInstall
+from collbench.catalog.ompi_decisions import ALGORITHMS
 from collbench.catalog.ompi_info import listing
 from collbench.catalog.simgrid import mapping_rows, simgrid_catalog
 from collbench.commands import options
 from collbench.errors import UserError, choice_error
+from collbench.plan import han_levels
 from collbench.tables import render
 
 
@@ -123,7 +125,25 @@ def _han_variants(mpi: MpiInstall, collective: str) -> list[dict[str, str]]:
                              + ("; segsize: coll_han_" + collective + "_segsize"
                                 if n == "intra" and collective in components.HAN_SEGMENTED
                                 else "")})
-    return rows
+    return rows + _per_level_example(collective, names)
+
+
+def _per_level_example(collective: str, names: list[str]) -> list[dict[str, str]]:
+    """One han setting with a coll/tuned algorithm forced per level (the grammar's
+    example; the first of TUNED_LEVELS that han here has, simple preferred)."""
+    heads = sorted((h for c, h in components.TUNED_LEVELS if c == collective and h in names),
+                   key=lambda h: h != "simple")
+    if not heads:
+        return []
+    levels = components.TUNED_LEVELS[(collective, heads[0])]
+    picks = {lv: ALGORITHMS[coll][min(k, len(ALGORITHMS[coll]) - 1)]  # two differ
+             for k, (lv, coll) in enumerate(sorted(levels.items()), start=1)}
+    name = heads[0] + "".join(f"+{lv}=tuned:{alg}" for lv, alg in sorted(picks.items()))
+    return [{"component": "han", "knob": f"variant {name}@han",
+             "value": " ".join(f"{k}=..." for k in han_levels.MCA_KEYS),
+             "help": f'algorithms = ["{name}"] with components = ["han"], ppn below nprocs: '
+                     "any coll/tuned algorithm per level (a rules file keyed by the levels' "
+                     "sizes; each level's algorithm is checked at run time)"}]
 
 
 def _layout(implementation: str, name: str) -> str | None:

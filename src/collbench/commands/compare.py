@@ -29,8 +29,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="the variant to compare against: an algorithm label (default: "
                         "%(default)s), or COLUMN=VALUE to compare the values of another "
                         "column within otherwise identical contexts: mpi=openmpi-5.0.11, "
-                        "mapping=socket, an MCA setting btl=self,vader (or mca.btl=...), "
-                        "env.NAME=VALUE; docs/statistics.md")
+                        "mapping=socket, component=tuned (against han), collective=bcast "
+                        "(against ibcast), an MCA setting btl=self,vader (or mca.btl=...), "
+                        "env.NAME=VALUE, a workload parameter dims=2,1,1 (program.dims), a "
+                        "non-blocking setting test_calls=0; a wrong one lists the valid "
+                        "ones; docs/statistics.md")
     s.add_argument("--collective", help="only this collective")
     s.add_argument("--nprocs", type=options.count(1, options.MAX_NPROCS),
                    help="only this process count")

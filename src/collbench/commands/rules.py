@@ -59,6 +59,10 @@ def add_parser(sub: options.Subparsers) -> None:
                     help="coll/han's rules file written beside RULES (RULES.han): prove both, "
                          "the component han hands each point to and tuned's rule at the top "
                          "level (Open MPI 5.0 on several nodes: use --hostfile)")
+    vf.add_argument("--impi", action="store_true",
+                    help="the file is an Intel MPI JSON tuning file (I_MPI_TUNING): trace "
+                         "the algorithm functions Intel MPI calls with the file, with the "
+                         "preset it names forced and without it (one node; --mpi impi==V)")
     add_placement(vf)
     options.add_mpi(vf)
     vf.set_defaults(func=cmd_verify)
@@ -99,6 +103,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    if args.impi:
+        from collbench.commands.impi_tuning import cmd_verify as impi_verify
+
+        return impi_verify(args)
     from collbench.catalog.load import load_catalog
     from collbench.tune.check import check, render_report
     from collbench.tune.verify import render, verify

@@ -17,7 +17,7 @@ from collbench.campaign import (
 )
 from collbench.commands import oneliner, options
 from collbench.errors import UserError
-from collbench.plan import Launch, Plan
+from collbench.plan import Launch, Plan, estimate
 from collbench.progress import fmt_duration
 from collbench.runner import Summary
 
@@ -93,8 +93,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
                      f"bind-to={la.binding:<5s} rep={la.repetition} "
                      f"select={la.selection:<6s} {len(la.points):4d} points ({algs} "
                      f"algorithm variants: {', '.join(colls)}){' ' + extra if extra else ''}")
-    lines.append(f"estimated time: {fmt_duration(plan.estimate_seconds())} (rough model: "
-                 "launch start-up plus iterations × modelled latency)")
+    lines.append(f"estimated time: {fmt_duration(plan.estimate_seconds())} (`run` corrects "
+                 "it by the speed it measures as points complete)")
+    lines.append(f"  = {estimate.describe(plan.launches, plan.simulated)}")
     lines += skipped(plan)
     options.emit(args, "\n".join(lines))
     return 0

@@ -17,9 +17,9 @@ def add_parser(sub: options.Subparsers) -> None:
     s = sub.add_parser("show", help="median_avg_us/min_min_us/max_max_us per collective, "
                                     "algorithm and size (pooled over repetitions)")
     s.add_argument("results", type=Path, help="results folder (collbench run/ingest)")
-    s.add_argument("--collective", help="only this collective")
+    s.add_argument("-c", "--collective", help="only this collective")
     s.add_argument("--algorithm", help="only this algorithm")
-    s.add_argument("--nprocs", type=options.count(1, options.MAX_NPROCS),
+    s.add_argument("-n", "--nprocs", type=options.count(1, options.MAX_NPROCS),
                    help="only this process count")
     s.add_argument("--best", action="store_true",
                    help="fastest algorithm per size, its effect against the baseline and "

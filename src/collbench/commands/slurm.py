@@ -16,6 +16,7 @@ from collbench.commands import options
 from collbench.errors import UserError
 from collbench.launch.slurm import markers
 from collbench.launch.slurm.backend import SlurmBackend, prepare_work
+from collbench.launch.slurm.script import SCRIPT_ONLY
 
 
 def add_parser(sub: options.Subparsers) -> None:
@@ -31,6 +32,15 @@ def add_parser(sub: options.Subparsers) -> None:
 
 
 def cmd_script(args: argparse.Namespace) -> int:
+    notes: list[str] = []
+    token = SCRIPT_ONLY.set(notes)  # a script to submit later needs no live controller
+    try:
+        return _script(args, notes)
+    finally:
+        SCRIPT_ONLY.reset(token)
+
+
+def _script(args: argparse.Namespace, notes: list[str]) -> int:
     source = SpecSource.from_file(args.spec)
     out: Path = args.output or Path("results") / source.spec.campaign.name
     camp = open_campaign(source, options.mpi(args), Request(out, resume=True, backend="slurm"),
@@ -50,6 +60,8 @@ def cmd_script(args: argparse.Namespace) -> int:
         prepare_work(camp.store, la)
     backend.ledger.dir.mkdir(exist_ok=True)  # the job's output goes there: sbatch fails without
     sys.stdout.write(text)
+    for note in notes:
+        print(f"collbench: note: {note}", file=sys.stderr)
     print(f"{out}: prepared {len(todo)} launches; submit the script with sbatch, then collect "
           f"with: collbench run {args.spec} -o {out} --resume", file=sys.stderr)
     return 0

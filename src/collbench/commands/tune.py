@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collbench import points
-from collbench.commands import adaptive, options
+from collbench.commands import adaptive, options, tune_model
+from collbench.commands.tune_output import han_rules_beside
+from collbench.commands.tune_output import summary as _summary
+from collbench.commands.tune_output import write_file as _write
 from collbench.errors import UserError
 from collbench.sizes import expand_sizes
 from collbench.store import Store
@@ -105,7 +108,7 @@ def add_parser(sub: options.Subparsers) -> None:
                     "FILE -n N` runs default against tuned, A/B. Method: docs/tuning.md.")
     actions = t.add_subparsers(dest="tune_action", required=False, action=_DefaultAction,
                                metavar="{RESULTS,validate}")
-    _add_model_options(t)  # `tune --model X.p2p.toml ...`: rules from predictions
+    tune_model.add_model_options(t, nprocs_list)  # `tune --model`: from predictions
 
     b = actions.add_parser(BUILD, help="(default) write a tuning file from a results folder",
                            description="Per collective and process count: thresholds where "
@@ -185,112 +188,21 @@ def add_parser(sub: options.Subparsers) -> None:
     v.add_argument("--impi", action="store_true",
                    help="RULES is an Intel MPI JSON tuning file (tune --impi): the tuned arm "
                         "sets I_MPI_TUNING (one node; --mpi impi==VERSION)")
+    v.add_argument("--autotuner", action="store_true",
+                   help="with --impi: also run Intel's autotuner (I_MPI_TUNING_MODE=auto; its "
+                        "I_MPI_TUNING_AUTO_* knobs from the environment) on the same points "
+                        "and measure its choices as a third arm: speed-up and measurement "
+                        "cost beside the file's (one -n)")
+    v.add_argument("--autotuner-iterations", type=options.count(1, options.MAX_COUNT),
+                   default=2000, metavar="N",
+                   help="calls per point in the autotuner's launch (default: %(default)s)")
+    v.add_argument("--tuned-from", type=Path, metavar="DIR",
+                   help="with --autotuner: the results folder the file was tuned from; the "
+                        "sum of its launches' wall times is the file's measurement cost")
     add_placement(v)
     options.add_mpi(v)
     options.add_verbosity(v)
     v.set_defaults(func=cmd_validate)
-
-
-def _write(path: Path, text: str) -> None:
-    from collbench.storefiles import atomic_write
-
-    try:
-        atomic_write(path, text.encode())
-    except OSError as e:
-        raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
-
-
-def _add_model_options(t: argparse.ArgumentParser) -> None:
-    g = t.add_argument_group("rules from a model (collbench tune --model X.p2p.toml --nprocs N "
-                             "-o FILE; docs/models.md)")
-    g.add_argument("--model", type=Path, metavar="P2P", help="a .p2p.toml point-to-point model")
-    g.add_argument("--nprocs", dest="model_nprocs", type=nprocs_list, metavar="N",
-                   help="process count(s) to write rules for, e.g. 48 or 24,48")
-    g.add_argument("--ppn", dest="model_ppn", type=options.count(1, options.MAX_NPROCS),
-                   metavar="N",
-                   help="ranks per node (default: all on one node)")
-    g.add_argument("--nodes", dest="model_nodes", type=options.count(1, options.MAX_NPROCS),
-                   metavar="N",
-                   help="nodes allocated (default: nprocs / ppn)")
-    g.add_argument("--map-by", dest="model_map_by", default="core", metavar="MAPPING",
-                   help="core, socket or node (default: %(default)s)")
-    g.add_argument("--sizes", dest="model_sizes", default="1:1M", metavar="SIZES",
-                   help="bytes per rank (default: %(default)s)")
-    g.add_argument("--collectives", dest="model_collectives", metavar="LIST",
-                   default="bcast,gather,scatter,reduce,allreduce,allgather,alltoall",
-                   help="comma list (default: %(default)s)")
-    g.add_argument("--sockets", dest="model_sockets", type=options.count(1, 1024), default=2,
-                   metavar="N",
-                   help="sockets per node (default: %(default)s)")
-    g.add_argument("--cores-per-socket", dest="model_cores", type=options.count(1, 1 << 20),
-                   metavar="N",
-                   help="cores per socket (default: as many as the ranks per node need)")
-    g.add_argument("--network", dest="model_network", choices=("mpi", "smpi", "serial"),
-                   default="mpi", help="how messages share time, as `model predict` "
-                                       "(default: %(default)s)")
-    g.add_argument("--against", dest="model_against", type=Path, metavar="RESULTS",
-                   help="measured folder: report the selection penalty of the model's choices "
-                        "where it has the same configurations")
-    g.add_argument("--keep-predictions", dest="model_keep", type=Path, metavar="DIR",
-                   help="keep the predicted results folder here (default: a temporary one)")
-    g.add_argument("-o", "--output", dest="model_output", type=Path, metavar="FILE",
-                   help="rules file to write")
-    g.add_argument("--rules-version", dest="model_rules_version", choices=("auto", "1", "2"),
-                   metavar="{auto,1,2}",
-                   default="2", help="rule-file-version-2 (default) or the classic format")
-    g.add_argument("--extrapolate", dest="model_extrapolate", action="store_true",
-                   help="let the rules of the smallest and largest --nprocs serve every "
-                        "smaller and larger communicator")
-    t.set_defaults(func=cmd_model)
-
-
-def cmd_model(args: argparse.Namespace) -> int:
-    """`tune --model`: rules for process counts and sizes from a p2p model's predictions."""
-    import tempfile
-
-    from collbench.models.p2pfile import read_p2p
-    from collbench.models.predict import Request, Shape
-    from collbench.tune import writer
-    from collbench.tune.model import predicted_selection
-
-    if args.model is None:
-        raise UserError("tune: give a results folder (collbench tune RESULTS -o FILE), "
-                        "`validate`, or --model X.p2p.toml --nprocs N -o FILE")
-    if args.model_nprocs is None or args.model_output is None:
-        raise UserError("tune --model: --nprocs and -o FILE are required; e.g. collbench tune "
-                        "--model x.p2p.toml --nprocs 48 --ppn 24 -o predicted.rules")
-    try:
-        sizes = tuple(sorted(set(expand_sizes([x.strip() for x in args.model_sizes.split(",")
-                                               if x.strip()]))))
-    except (ValueError, UserError) as e:
-        raise UserError(f"--sizes {args.model_sizes!r}: {e}") from None
-    req = Request(tuple(c.strip() for c in args.model_collectives.split(",") if c.strip()),
-                  tuple(args.model_nprocs), args.model_ppn, args.model_nodes,
-                  args.model_map_by, sizes, "all",
-                  Shape(args.model_sockets, args.model_cores), args.model_network)
-    model = read_p2p(args.model, required_levels=())
-    with tempfile.TemporaryDirectory(prefix="collbench-model-") as tmp:
-        folder = args.model_keep or Path(tmp) / "predicted"
-        selection, store = predicted_selection(model, req, folder, str(args.model))
-        version = writer.choose_version("5.0.7", args.model_rules_version)
-        written = writer.build(selection, version=version, source=str(args.model),
-                               path=args.model_output,
-                               predicted=f"predicted by the p2p model {args.model}",
-                               extrapolate=args.model_extrapolate)
-        _write(args.model_output, written.text)
-        _summary(selection, written.notes)
-        print(f"note: {writer.reach_note(selection, args.model_extrapolate, True)}")
-        print(f"wrote {args.model_output} ({'rule-file-version-2' if version else 'classic'}"
-              f", {len(written.rules.collectives)} collectives) from predictions; activate "
-              "it as `collbench tune` says, and check it with `collbench tune validate`")
-        if args.model_against is not None:
-            from collbench.analyse.against import against, read_points, summary_lines
-
-            measured = Store(args.model_against)
-            result = against(read_points(measured), read_points(store),
-                             str(args.model_against), "model")
-            print(f"against {args.model_against}: " + "; ".join(summary_lines(result)[1:]))
-    return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -374,7 +286,8 @@ def _build_ompi(args: argparse.Namespace, selection: Any) -> int:
     print(f"wrote {args.output} ({'rule-file-version-2' if version else 'classic format'}, "
           f"{len(written.rules.collectives)} collectives)")
     path = args.output.resolve()
-    mca = [*writer.activation(args.output), *written.extra_mca, *_han_rules(args, selection)]
+    mca = [*writer.activation(args.output), *written.extra_mca,
+           *han_rules_beside(selection, args.output, str(args.results))]
     print("activate it with:\n  mpirun " + " ".join(f"--mca {k} {v}" for k, v in mca) + " ...")
     print("or:\n" + "".join(f"  export OMPI_MCA_{k}={v}\n" for k, v in mca).rstrip())
     print(f"then prove it is used: collbench rules verify {path} -n <ranks>")
@@ -422,42 +335,10 @@ def _simulated(results: Path, selection: Any) -> tuple[Any, str | None]:
     return replace(selection, mpi="openmpi", mpi_version=series), what
 
 
-def _han_rules(args: argparse.Namespace, selection: Any) -> list[tuple[str, str]]:
-    """Where han's hierarchy was the default (Open MPI 5.0 on several nodes), han's dynamic
-    rules file beside the tuned one: it hands the top level to coll/tuned where a tuned
-    algorithm won (docs/components.md). Its activation settings ([] when none)."""
-    from collbench.tune import han
-
-    rules = han.build(selection)
-    if rules is None:
-        return []
-    if not selection.mpi_version.startswith("5."):
-        print(f"note: the default was coll/han's at {len(selection.han_defaults)} regime(s); "
-              f"han rules files are written for Open MPI 5.0 (measured: "
-              f"{selection.mpi_version}), so none was")
-        return []
-    path = args.output.with_name(args.output.name + ".han")
-    _write(path, han.format_rules(rules, str(args.results)))
-    han.read(path)  # our own output must read back as Open MPI reads it
-    print(f"wrote {path} (coll/han dynamic rules: coll/tuned at the top level where a tuned "
-          "algorithm won over han's default, han elsewhere)")
-    for line in han.describe(rules):
-        print(f"  {line}")
-    return han.activation(path)
-
-
 def _build_impi(args: argparse.Namespace, selection: Any) -> int:
-    from collbench.tune import impi
+    from collbench.commands.impi_tuning import cmd_build  # traces where the default won
 
-    written = impi.build(selection, source=str(args.results))
-    _write(args.output, written.text)
-    _summary(selection, written.notes)
-    print(f"wrote {args.output} (Intel MPI JSON tuning file: {len(written.tuned)} "
-          "collectives tuned, the rest from Intel MPI's own tuning)")
-    print("activate it with:")
-    for k, v in impi.activation(args.output):
-        print(f"  export {k}={v}")
-    return 0
+    return cmd_build(args, selection)
 
 
 def _build_mpich(args: argparse.Namespace, selection: Any) -> int:
@@ -476,24 +357,6 @@ def _build_mpich(args: argparse.Namespace, selection: Any) -> int:
     return 0
 
 
-def _summary(selection: Any, notes: Any) -> None:
-    from collbench.sizes import format_size
-
-    for (coll, nprocs), choices in sorted(selection.tables.items()):
-        parts = []
-        for ch in choices:
-            gain = f" ({ch.ratio:.2f}x)" if ch.ratio is not None and ch.algorithm != \
-                "default" else ""
-            seg = f"[seg={ch.segsize}]" if ch.segsize else ""
-            fan = f"[fanout={ch.fanout}]" if ch.fanout else ""
-            parts.append(f">={format_size(ch.threshold)} {ch.algorithm}{seg}{fan}{gain}")
-        print(f"{coll} np={nprocs}: " + ", ".join(parts))
-    for n in notes:
-        print(f"note: {n}")
-    for e in selection.evidence:
-        print(f"evidence: {e}")
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
     from collbench.tune.check import read_file
     from collbench.tune.rules import parse_rules
@@ -504,6 +367,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from collbench.commands.impi_tuning import cmd_validate as impi_validate
 
         return impi_validate(args)
+    if args.autotuner or args.tuned_from is not None:
+        raise UserError("--autotuner, --tuned-from: Intel MPI's autotuner; valid: with --impi")
     reading = parse_rules(read_file(args.rules))
     if reading.rules is None:
         raise UserError(f"{args.rules}: Open MPI would ignore this file; run `collbench rules "

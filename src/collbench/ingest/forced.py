@@ -129,3 +129,22 @@ def known_tables(installed: MpiInstall | None) -> str:
     here = f"{installed.implementation} {installed.version} (installed), " \
         if installed is not None else ""
     return f"{here}openmpi 5.0.x, mpich 4.x-5.x"
+
+
+def forced_ids(mca: dict[str, str]) -> tuple[dict[str, tuple[str, int]], dict[str, int],
+                                         dict[str, int]]:
+    """Per collective: the algorithm forced with --mca (key, id), segment size, fanout."""
+    ids: dict[str, tuple[str, int]] = {}
+    extra: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    pattern = re.compile(r"coll_(?:tuned|libnbc)_(\w+?)_algorithm"
+                         r"(?:_(segmentsize)|_(tree_fanout|chain_fanout))?")
+    for key, value in mca.items():
+        if not (m := pattern.fullmatch(key)):
+            continue
+        if not re.fullmatch(r"\d{1,9}", value.strip()):
+            raise UserError(f"--mca {key}={value}: expected a whole number")
+        if m.group(2) or m.group(3):
+            extra[0 if m.group(2) else 1][m.group(1)] = int(value)
+        else:
+            ids[m.group(1)] = (key, int(value))
+    return ids, extra[0], extra[1]

@@ -133,7 +133,8 @@
  * Components (built with -DCOLLBENCH_PROBE and collprobe.c, a real MPI's build): after each
  * collective point, the coll component that served the measured communicator, as the probe
  * saw it, is written after coll_preference: "component": "han", "sub_components":
- * "libnbc,tuned" (those of coll/han's sub-communicator calls; "" for none); both keys are
+ * "libnbc,tuned" (those of coll/han's sub-communicator calls; "" for none), "sub_algorithms":
+ * "bcast@3=1,bcast@2=6" (coll/tuned's algorithm id per sub-communicator size); the keys are
  * absent when the probe saw nothing (MPICH, hidden symbols) and on point-to-point points.
  * COLLBENCH_COMPONENT=NAME in the environment ([measure] components asked for NAME): any
  * name but tuned/default keeps coll/han on the measured communicator of a forced tuned
@@ -177,12 +178,15 @@
  * span several nodes; rank r is on node (r / divisor) % modulus) make that collective's
  * default points run the port of coll/han's hierarchy (cbp_han.c) where han would take
  * the call (`"component": "han"`, `"resolved_algorithm"`: han's algorithm name), else the
- * fixed decision on the whole communicator as above;
+ * fixed decision on the whole communicator as above; with a `han barrier` line, han's
+ * barrier also separates the iterations of every default point han's communicator serves;
  * non-blocking points keep their key list.
  *
  * SMPI (compiled with smpi_compat.h): SimGrid 3.32 runs all 14 non-blocking collectives
  * (checked with --validate at 2 and 4 ranks); SMPI_NB_UNSUPPORTED lists those a future or
  * older SMPI cannot run, which give a "failed" point "<coll> is not supported by SMPI".
+ * Under SMPI the hide_steps sweep is not run (max_hidden_* stay null): SMPI's network
+ * progresses without MPI calls, so what it would find is the model's, not the MPI's.
  * SMPI injects simulated time into every MPI_Test (--cfg=smpi/test, 1e-4 s by default,
  * growing with smpi/grow-injected-times), so test_calls > 0 shows that model's cost unless
  * the launch sets smpi/test:0.
@@ -260,6 +264,7 @@ typedef struct {
     int alg, segsize, fanout;
     const decision_t *resolved; /* a default point: the table line it ran */
     int barrier_alg;  /* the measured communicator's barrier; 0: MPI_Barrier */
+    int han_barrier;  /* 1: coll/han's barrier (g_han) separates the iterations instead */
 } port_run_t;
 
 static decision_t *g_dec;
@@ -313,6 +318,7 @@ typedef struct {
     const char *jobs_path;
     const char *out_path;
     int validate, samples, mpit;
+    const char *monitor; /* --monitor DIR: per-point pml/monitoring files (run.monitoring) */
     enum debug_mode debug;
     long long debug_at;
     double clock_skew; /* --clock-skew-us (tests only), seconds per rank */
@@ -340,6 +346,7 @@ typedef struct {
     int han_excluded;                 /* measured on a communicator without coll/han */
     char component[32];               /* the coll component that served it ("": not known) */
     char subs[128];                   /* components of its sub-communicators, comma-separated */
+    char sub_algs[256];               /* coll/tuned algorithms run on them (collprobe.h) */
 } result_t;
 
 /* Buffers and arguments of one point on this rank. */
@@ -532,7 +539,7 @@ static int parse_ll(const char *s, long long lo, long long hi, long long *out)
 
 static const char USAGE[] =
     "usage: " PROG " --jobs JOBFILE --output OUTFILE [--validate] [--samples] [--mpit]\n"
-    "       [--debug hang|crash|corrupt] [--debug-at N] [--clock-skew-us US]";
+    "       [--monitor DIR] [--debug hang|crash|corrupt] [--debug-at N] [--clock-skew-us US]";
 
 /* Returns 0, or writes a message to err and returns -1. */
 static int parse_args(int argc, char **argv, opts_t *o, char *err, size_t n)
@@ -549,6 +556,8 @@ static int parse_args(int argc, char **argv, opts_t *o, char *err, size_t n)
             o->mpit = 1;
         else if (!strcmp(a, "--jobs") && has_value)
             o->jobs_path = argv[++i];
+        else if (!strcmp(a, "--monitor") && has_value)
+            o->monitor = argv[++i];
         else if (!strcmp(a, "--output") && has_value)
             o->out_path = argv[++i];
         else if (!strcmp(a, "--debug") && has_value) {
@@ -1401,9 +1410,10 @@ static int parse_decisions(char *text, int *bad_line, char *err, size_t n)
         }
         if (!strcmp(tok[0], "han")) {
             int hc = coll_from_name(tok[1], &nb);
-            if ((hc != C_BCAST && hc != C_REDUCE && hc != C_ALLREDUCE) || nb) {
+            if ((hc != C_BCAST && hc != C_REDUCE && hc != C_ALLREDUCE && hc != C_GATHER &&
+                 hc != C_SCATTER && hc != C_ALLGATHER && hc != C_BARRIER) || nb) {
                 snprintf(err, n, "han: '%s' has no port of coll/han (bcast, reduce, "
-                                 "allreduce)", tok[1]);
+                                 "allreduce, gather, scatter, allgather, barrier)", tok[1]);
                 return -1;
             }
             if (parse_ll(tok[2], 1, INT_MAX, &v[0]) || parse_ll(tok[3], 1, INT_MAX, &v[1])) {
@@ -1467,9 +1477,9 @@ static const decision_t *decision_for(int coll, long long size)
 /* Whether coll/han takes default point j on comm (collective over comm: han's
  * sub-communicators are built at the first such point, outside any timing, and rebuilt if
  * the measured communicator changes). */
-static int han_takes(const job_t *j, MPI_Comm comm, char *err, size_t n)
+static int han_takes(int coll, long long size, MPI_Comm comm, char *err, size_t n)
 {
-    if (!g_han_coll[j->coll] || comm == MPI_COMM_NULL || g_nprocs < 2)
+    if (!g_han_coll[coll] || comm == MPI_COMM_NULL || g_nprocs < 2)
         return 0;
     if (g_han_comm != comm) {
         cbp_han_free(g_han);
@@ -1481,7 +1491,7 @@ static int han_takes(const job_t *j, MPI_Comm comm, char *err, size_t n)
         }
         g_han_comm = comm;
     }
-    return cbp_han_applies(g_han, COLL_NAMES[j->coll], j->size);
+    return cbp_han_applies(g_han, COLL_NAMES[coll], size);
 }
 
 /* Decide how job j runs under the ports table (g_run); 0, or -1 with err (the same on
@@ -1508,10 +1518,14 @@ static int port_resolve(const job_t *j, MPI_Comm comm, char *err, size_t n)
         g_run.resolved = d;
         g_run.alg = d->alg;
         g_run.fanout = d->fanout; /* the fixed rules pass segment size 0 */
-        int han = han_takes(j, comm, err, n);
-        if (han < 0)
+        int han = han_takes(j->coll, j->size, comm, err, n);
+        /* han serves the measured communicator of a default point: its barrier also
+         * separates the iterations (a forced algorithm's is measured without han) */
+        int han_barrier = han < 0 ? 0 : han_takes(C_BARRIER, 0, comm, err, n);
+        if (han < 0 || han_barrier < 0)
             return -1;
         g_run.han = han;
+        g_run.han_barrier = han_barrier;
     } else {
         if (j->coll == C_GATHERV || j->coll == C_SCATTERV || j->segsize > INT_MAX) {
             snprintf(err, n, "ports: %s", j->segsize > INT_MAX ? "segsize exceeds an int"
@@ -1532,11 +1546,26 @@ static int call_port(point_t *p)
 {
     MPI_Comm c = p->comm;
     int n = p->count, a = g_run.alg, s = g_run.segsize, f = g_run.fanout;
-    if (g_run.han)
-        return p->job->coll == C_BCAST ? cbp_han_bcast(g_han, p->sbuf, n, MPI_CHAR, 0, c)
-               : p->job->coll == C_REDUCE
-                   ? cbp_han_reduce(g_han, p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM, 0, c)
-                   : cbp_han_allreduce(g_han, p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM);
+    if (g_run.han) {
+        switch (p->job->coll) {
+        case C_BCAST:
+            return cbp_han_bcast(g_han, p->sbuf, n, MPI_CHAR, 0, c);
+        case C_REDUCE:
+            return cbp_han_reduce(g_han, p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM, 0, c);
+        case C_ALLREDUCE:
+            return cbp_han_allreduce(g_han, p->sbuf, p->rbuf, n, MPI_CHAR, MPI_SUM);
+        case C_GATHER:
+            return cbp_han_gather(g_han, p->sbuf, p->rbuf, n, MPI_CHAR, 0, c);
+        case C_SCATTER:
+            return cbp_han_scatter(g_han, p->sbuf, p->rbuf, n, MPI_CHAR, 0, c);
+        case C_ALLGATHER:
+            return cbp_han_allgather(g_han, p->sbuf, p->rbuf, n, MPI_CHAR, c);
+        case C_BARRIER:
+            return cbp_han_barrier(g_han);
+        default:
+            return MPI_ERR_OTHER;
+        }
+    }
     switch (p->job->coll) {
     case C_BARRIER:
         return cbp_barrier(c, a);
@@ -1585,9 +1614,10 @@ static void write_port_fields(strbuf_t *sb, const job_t *j)
     sb_printf(sb, ", \"implementation\": \"%s\"", g_run.use ? "port" : "smpi");
     if (g_run.han) {
         sb_printf(sb, ", \"component\": \"han\"");
-        /* unequal ranks per node: han's bcast and reduce hand the call to tuned's fixed
-         * decision */
-        if (!(d && j->coll != C_ALLREDUCE && cbp_han_imbalanced(g_han))) {
+        /* unequal ranks per node: han (but its allreduce and barrier) hands the call to
+         * tuned's fixed decision */
+        if (!(d && j->coll != C_ALLREDUCE && j->coll != C_BARRIER &&
+              cbp_han_imbalanced(g_han))) {
             sb_printf(sb, ", \"resolved_algorithm_id\": null, \"resolved_algorithm\": ");
             sb_json_string(sb, g_han_name[j->coll]);
             return;
@@ -1608,6 +1638,8 @@ static void write_port_fields(strbuf_t *sb, const job_t *j)
 static int comm_barrier(MPI_Comm c)
 {
 #ifdef COLLBENCH_PORTS
+    if (g_run.han_barrier)
+        return cbp_han_barrier(g_han);
     if (g_run.barrier_alg > 0)
         return cbp_barrier(c, g_run.barrier_alg);
 #endif
@@ -1920,6 +1952,88 @@ static void exchange_verdict(const verdict_t *v, result_t *res)
 /* OSU collective loop (for non-blocking points: the pure-communication loop, post + wait);
  * t[k] = this rank's time of timed iteration k (seconds). On error,
  * *what names the failed call (the barriers can fail too when barrier is forced). */
+/* ------------------------------------------------------------------- monitoring */
+/* --monitor DIR (run.monitoring; Open MPI launched with pml_monitoring_enable=2): every rank
+ * flushes what it has sent through pml/monitoring's MPI_T variable "pml_monitoring_flush"
+ * right before a point's timed loop (to DIR/prof.skip, discarded) and right after it (to
+ * DIR/prof.<point>.coll.<rank>.prof), then runs the loop's barriers alone, as many as the
+ * loop ran, into DIR/prof.<point>.barrier.<rank>.prof, so the reader can subtract them.
+ * Each rank also writes DIR/prof.place.<rank>: its host and the socket it runs on. Nothing
+ * here runs, and the timed path is unchanged, without --monitor. */
+#ifndef COLLBENCH_SMPI_COMPAT_H
+static const char *g_mon_dir;
+static MPI_T_pvar_session g_mon_session;
+static MPI_T_pvar_handle g_mon_flush;
+
+static int mon_flush(const char *name)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s/prof.%s", g_mon_dir, name);
+    if (MPI_T_pvar_write(g_mon_session, g_mon_flush, buf) != MPI_SUCCESS)
+        return -1;
+    if (MPI_T_pvar_stop(g_mon_session, g_mon_flush) != MPI_SUCCESS)
+        return -1;
+    return MPI_T_pvar_start(g_mon_session, g_mon_flush) == MPI_SUCCESS ? 0 : -1;
+}
+
+/* The socket of the CPU this rank runs on (Linux; -1 when unknown). */
+static int mon_socket(void)
+{
+    char line[4096], path[128];
+    int cpu = -1, pkg = -1;
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (f) {
+        char *end = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+        char *tok = end ? strtok(end + 1, " ") : NULL;
+        for (int field = 3; tok && field < 39; field++) /* field 39: the last CPU */
+            tok = strtok(NULL, " ");
+        if (tok)
+            cpu = atoi(tok);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id",
+             cpu);
+    f = cpu >= 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        if (fscanf(f, "%d", &pkg) != 1)
+            pkg = -1;
+        fclose(f);
+    }
+    return pkg;
+}
+
+static int mon_init(const char *dir)
+{
+    int provided, idx, count;
+    char path[4096], host[256] = "";
+    MPI_Comm world = MPI_COMM_WORLD;
+    g_mon_dir = dir;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS
+        || MPI_T_pvar_get_index("pml_monitoring_flush", MPI_T_PVAR_CLASS_GENERIC, &idx)
+               != MPI_SUCCESS
+        || MPI_T_pvar_session_create(&g_mon_session) != MPI_SUCCESS
+        || MPI_T_pvar_handle_alloc(g_mon_session, idx, &world, &g_mon_flush, &count)
+               != MPI_SUCCESS
+        || MPI_T_pvar_start(g_mon_session, g_mon_flush) != MPI_SUCCESS)
+        return -1;
+    gethostname(host, sizeof host - 1);
+    snprintf(path, sizeof path, "%s/prof.place.%d", dir, g_rank);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "host %s\nsocket %d\n", host, mon_socket());
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* No last flush or pvar stop: Open MPI 5.0.11 crashes in one (common_monitoring_coll.c)
+ * once the measured communicator is freed; MPI_Finalize ends the session. */
+static void mon_end(void)
+{
+    if (g_mon_dir)
+        MPI_T_finalize();
+}
+#endif
+
 static int coll_loop(point_t *p, double *t, int warmup, int iters, const char **what)
 {
     const job_t *j = p->job;
@@ -2380,7 +2494,7 @@ static void cpl_clear(result_t *r)
 }
 
 static void measure(const job_t *job, MPI_Comm comm, int validate, int corrupt,
-                    result_t *res)
+                    int index, result_t *res)
 {
     point_t p;
     double *t, total = 0.0;
@@ -2390,6 +2504,7 @@ static void measure(const job_t *job, MPI_Comm comm, int validate, int corrupt,
     const char *what = coll_name(j);
     verdict_t v = {0, 0, 0, 0};
 
+    (void)index; /* --monitor's file names only */
     memset(&p, 0, sizeof p);
     /* (calloc)/(free): past SMPI's shared-malloc macros, which would give every simulated
      * rank the same timing array once it reaches 64 KiB (precision mode, long loops) */
@@ -2409,6 +2524,27 @@ static void measure(const job_t *job, MPI_Comm comm, int validate, int corrupt,
         rc = timed_bw(&p, t, &total);
     else if (j->precision)
         rc = timed_precise(&p, t, &run, &res->precision, &what);
+#ifndef COLLBENCH_SMPI_COMPAT_H
+    else if (g_mon_dir) { /* see mon_init: the loop's own traffic, then its barriers' */
+        char name[64];
+        rc = mon_flush("skip") ? MPI_ERR_OTHER : MPI_SUCCESS;
+        what = "pml_monitoring_flush";
+        if (rc == MPI_SUCCESS)
+            rc = timed_coll(&p, t, &what);
+        snprintf(name, sizeof name, "%d.coll", index);
+        if (rc == MPI_SUCCESS && mon_flush(name)) {
+            rc = MPI_ERR_OTHER;
+            what = "pml_monitoring_flush";
+        }
+        for (int k = 0; rc == MPI_SUCCESS && k <= j->warmup + j->iters; k++)
+            rc = comm_barrier(p.comm);
+        snprintf(name, sizeof name, "%d.barrier", index);
+        if (rc == MPI_SUCCESS && mon_flush(name)) {
+            rc = MPI_ERR_OTHER;
+            what = "pml_monitoring_flush";
+        }
+    }
+#endif
     else
         rc = timed_coll(&p, t, &what);
     res->iters = run.iters;
@@ -2430,8 +2566,15 @@ static void measure(const job_t *job, MPI_Comm comm, int validate, int corrupt,
         if (agree_on_error(rc, what, res))
             goto out;
         overlap_stats(j, pure, &o, res);
+#ifdef COLLBENCH_SMPI_COMPAT_H
+        /* Under SMPI the network progresses on its own: any compute up to the pure time
+         * hides it all, so the sweep would only measure that model (and took most of a
+         * simulated launch's wall time). Its figures stay null: not modelled. */
+        (void)hide_sweep;
+#else
         if (j->hide && hide_sweep(&p, pure, res, &what))
             goto out;
+#endif
     }
     if (validate) {
         rc = is_p2p(j->coll) ? validate_p2p(&p, corrupt, &v) : validate_coll(&p, corrupt, &v);
@@ -2560,6 +2703,8 @@ static void write_result(FILE *out, const job_t *j, const result_t *r, int with_
         sb_json_string(&sb, r->component);
         sb_printf(&sb, ", \"sub_components\": ");
         sb_json_string(&sb, r->subs);
+        sb_printf(&sb, ", \"sub_algorithms\": ");
+        sb_json_string(&sb, r->sub_algs);
     }
 #ifdef COLLBENCH_PORTS
     write_port_fields(&sb, j);
@@ -2658,11 +2803,14 @@ static void run_all(const opts_t *o, const job_t *jobs, int nj, FILE *out)
 #ifdef COLLBENCH_PROBE
             cbk_probe_reset();
 #endif
-            measure(j, comm, o->validate, o->debug == DBG_CORRUPT && i == o->debug_at, &res);
+            measure(j, comm, o->validate, o->debug == DBG_CORRUPT && i == o->debug_at, i,
+                    &res);
 #ifdef COLLBENCH_PROBE
             if (!is_p2p(j->coll))
                 cbk_probe_served(comm, coll_name(j), res.component, sizeof res.component,
                                  res.subs, sizeof res.subs);
+            if (!is_p2p(j->coll))
+                cbk_probe_algorithms(comm, coll_name(j), res.sub_algs, sizeof res.sub_algs);
 #endif
         }
         res.han_excluded = o->mpit ? st.han_excluded : launch_excl;
@@ -2750,10 +2898,24 @@ int main(int argc, char **argv)
     g_clock_skew = o.clock_skew;
     if (o.mpit)
         check_mpi(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided), "MPI_T_init_thread");
+    if (o.monitor) {
+#ifndef COLLBENCH_SMPI_COMPAT_H
+        int bad = mon_init(o.monitor) != 0, any = 0;
+        check_mpi(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
+                  "MPI_Allreduce");
+        if (any)
+#endif
+            return fail_setup("--monitor: Open MPI's pml_monitoring_flush MPI_T variable is "
+                              "not available or the folder is not writable (launch Open MPI "
+                              "with --mca pml_monitoring_enable 2)");
+    }
 
     /* No closing MPI_Barrier: under --mca forcing of a barrier algorithm that refuses this
      * communicator size it would abort a launch whose points were all written. */
     run_all(&o, jobs, nj, out);
+#ifndef COLLBENCH_SMPI_COMPAT_H
+    mon_end();
+#endif
     if (o.mpit) {
         for (int i = 0; i < g_ncvars; i++)
             if (g_cvars[i].exists)

@@ -18,6 +18,13 @@
  * own algorithm or to another component, by its dynamic rules): a nested call of the same
  * collective on the same communicator below one says which component ran.
  *
+ * coll/tuned's ompi_coll_tuned_<coll>_intra_do_this(..., algorithm, ...) runs the algorithm
+ * its decision picked (forced, from a rules file or fixed): below an outermost call on
+ * another communicator, the probe notes that communicator's size and the algorithm id, so
+ * that a per-level forcing under coll/han is checked on each level (served.py). The size is
+ * asked once per new (communicator, collective, algorithm): the timed loop pays a short
+ * scan of the slot's list per do_this call, as for the other wrappers.
+ *
  * Symbols a library does not export are simply never called (MPICH, Intel MPI, an Open MPI
  * built with hidden visibility): the kernel then reports no component.
  *
@@ -43,11 +50,19 @@ static const char *const NAMES[NCOMPONENTS] = {
     "tuned", "han", "basic", "sm", "self", "libnbc", "adapt", "ucc", "hcoll", "xhc", "acoll"};
 
 #define SLOTS 64
+#define ALGS 16
+struct seen_alg { /* a coll/tuned algorithm run on a sub-communicator */
+    void *comm;
+    const char *coll;
+    int size, alg;
+};
 struct slot {
     void *comm;
     const char *coll;
     int component; /* of the latest outermost call; -1: none yet */
     unsigned subs; /* bit per component seen on other communicators below it */
+    struct seen_alg algs[ALGS];
+    int nalgs; /* ALGS + 1: more than ALGS were seen */
 };
 static struct slot slots[SLOTS];
 static int nslots;
@@ -63,7 +78,7 @@ static struct slot *slot_of(void *comm, const char *coll)
             return &slots[i];
     if (nslots == SLOTS)
         return NULL;
-    slots[nslots] = (struct slot){comm, coll, -1, 0};
+    slots[nslots] = (struct slot){.comm = comm, .coll = coll, .component = -1};
     return &slots[nslots++];
 }
 
@@ -81,6 +96,24 @@ static void enter(int component, int dispatch, const char *coll, void *comm)
         } else if (comm != outer->comm) {
             outer->subs |= 1u << component;
         }
+    }
+    depth++;
+}
+
+static void enter_algorithm(const char *coll, void *comm, A alg)
+{
+    if (depth > 0 && outer && comm != outer->comm && outer->nalgs <= ALGS) {
+        int i = 0;
+        while (i < outer->nalgs && !(outer->algs[i].comm == comm && outer->algs[i].alg == alg
+                                     && strcmp(outer->algs[i].coll, coll) == 0))
+            i++;
+        if (i == outer->nalgs && i < ALGS) {
+            int size = 0;
+            PMPI_Comm_size((MPI_Comm)comm, &size);
+            outer->algs[i] = (struct seen_alg){comm, coll, size, (int)alg};
+        }
+        if (i == outer->nalgs)
+            outer->nalgs++; /* ALGS + 1 once the list is full */
     }
     depth++;
 }
@@ -109,6 +142,20 @@ static int forward(const char *name, coll_fn *real, A a0, A a1, A a2, A a3, A a4
         A args[12] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11};                     \
         enter(comp, disp, coll, (void *)args[ci]);                                           \
         return forward(#sym, &real, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);      \
+    }
+
+/* ompi_coll_tuned_<coll>_intra_do_this: the algorithm follows the communicator and the
+ * module (coll_tuned.h, 4.1 and 5.0). */
+#define DO_THIS(c)                                                                           \
+    int ompi_coll_tuned_##c##_intra_do_this(A, A, A, A, A, A, A, A, A, A, A, A);             \
+    int ompi_coll_tuned_##c##_intra_do_this(A a0, A a1, A a2, A a3, A a4, A a5, A a6, A a7,  \
+                                            A a8, A a9, A a10, A a11)                        \
+    {                                                                                        \
+        static coll_fn real;                                                                 \
+        A args[12] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11};                     \
+        enter_algorithm(#c, (void *)args[CI_##c], (int)args[CI_##c + 2]);                    \
+        return forward("ompi_coll_tuned_" #c "_intra_do_this", &real, a0, a1, a2, a3, a4, a5, \
+                       a6, a7, a8, a9, a10, a11);                                            \
     }
 
 /* Communicator argument per collective (MPI's argument order, the module after it). */
@@ -144,6 +191,18 @@ TUNED_DEC(alltoall)
 TUNED_DEC(alltoallv)
 TUNED_DEC(reduce_scatter)
 TUNED_DEC(reduce_scatter_block)
+DO_THIS(barrier)
+DO_THIS(bcast)
+DO_THIS(reduce)
+DO_THIS(allreduce)
+DO_THIS(gather)
+DO_THIS(scatter)
+DO_THIS(allgather)
+DO_THIS(allgatherv)
+DO_THIS(alltoall)
+DO_THIS(alltoallv)
+DO_THIS(reduce_scatter)
+DO_THIS(reduce_scatter_block)
 
 #define HAN_ALL(c)                                                                           \
     WRAP(mca_coll_han_##c##_intra_dynamic, HAN, 1, #c, CI_##c)                               \
@@ -242,6 +301,7 @@ void cbk_probe_reset(void)
     for (int i = 0; i < nslots; i++) {
         slots[i].component = -1;
         slots[i].subs = 0;
+        slots[i].nalgs = 0;
     }
 }
 
@@ -264,6 +324,34 @@ int cbk_probe_served(MPI_Comm comm, const char *coll, char *component, size_t n,
                     break;
                 used += (size_t)w;
             }
+        return 1;
+    }
+    return 0;
+}
+
+int cbk_probe_algorithms(MPI_Comm comm, const char *coll, char *out, size_t n)
+{
+    void *c = (void *)(intptr_t)comm;
+    size_t used = 0;
+    if (n)
+        out[0] = '\0';
+    for (int i = 0; i < nslots; i++) {
+        struct slot *s = &slots[i];
+        if (s->comm != c || strcmp(s->coll, coll) != 0 || s->component < 0)
+            continue;
+        for (int k = 0; k < s->nalgs; k++) {
+            int w;
+            if (k == ALGS) /* more than the list holds: say so, the check fails */
+                w = snprintf(out + used, n - used, "%s?", used ? "," : "");
+            else
+                w = snprintf(out + used, n - used, "%s%s@%d=%d", used ? "," : "",
+                             s->algs[k].coll, s->algs[k].size, s->algs[k].alg);
+            if (w < 0 || (size_t)w >= n - used) {
+                snprintf(out, n, "?"); /* cut short: unreadable, the check fails */
+                return 1;
+            }
+            used += (size_t)w;
+        }
         return 1;
     }
     return 0;

@@ -11,4 +11,8 @@ void cbk_probe_reset(void);
  * reset; 0 when none was (not Open MPI, or its functions are not exported). */
 int cbk_probe_served(MPI_Comm comm, const char *coll, char *component, size_t n, char *subs,
                      size_t m);
+/* The coll/tuned algorithms run on sub-communicators below the call of `coll` on `comm`
+ * since the reset: "<coll>@<communicator size>=<algorithm id>", comma-separated ("?": more
+ * than the probe keeps); "" for none. */
+int cbk_probe_algorithms(MPI_Comm comm, const char *coll, char *out, size_t n);
 #endif

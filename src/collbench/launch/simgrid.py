@@ -34,8 +34,6 @@ Timeouts and interruption kill the whole process group (launch.process).
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import os
 import re
 import shutil
@@ -50,6 +48,7 @@ from collbench.catalog import ompi_decisions
 from collbench.catalog.algorithms import DEFAULT, Catalog
 from collbench.catalog.load import load_catalog
 from collbench.catalog.simgrid import (
+    HAN_PORTS,
     SMPI_PREFIX,
     SimgridCatalog,
     default_decisions,
@@ -71,7 +70,7 @@ from collbench.launch.base import (
     Planning,
 )
 from collbench.launch.process import run_group
-from collbench.models.predict import MAX_US
+from collbench.launch.simgrid_output import bound_times, nonblank_lines, smpi_messages
 from collbench.plan import LAUNCH, Launch
 from collbench.platforms.loader import platform_args
 from collbench.platforms.model import Cluster, builtin_names, load_cluster, parse_cluster
@@ -137,69 +136,6 @@ def build_smpi_kernel(tools: SmpiTools, cache_dir: Path | None = None) -> Kernel
                         ["-include", str(header), f"-DCOLLBENCH_SMPI_COMPAT={digest}",
                          "-DCOLLBENCH_PORTS", "-I", str(sources[0].parent)],
                         extra_sources=sources)
-
-
-def _lines(path: Path) -> int:
-    try:
-        return sum(1 for line in path.read_text(errors="replace").splitlines() if line.strip())
-    except OSError:
-        return 0
-
-
-_ROW_TIMES: Final = ("avg_us", "min_us", "max_us", "median_us")
-
-
-def bound_times(outfile: Path, limit: float = MAX_US) -> int:
-    """Mark failed, in the kernel's output, each ok point whose simulated time is not one a
-    run takes (negative, not finite, beyond `limit`), with the reason and without its
-    times; how many. A description's numbers are bounded, but 1 GiB over its slowest link
-    still takes 12 days: the point is failed (its launch's other points stand), as a
-    measurement that went wrong is."""
-    try:
-        lines = outfile.read_text(errors="replace").splitlines()
-    except OSError:
-        return 0
-    changed = 0
-    for i, line in enumerate(lines):
-        try:
-            got = json.loads(line)
-        except ValueError:
-            continue  # a cut line: the runner drops it
-        if not isinstance(got, dict) or got.get("status") != "ok":
-            continue
-        times = {k: v for k, v in got.items() if k.endswith("_us") and isinstance(v, int | float)
-                 and not isinstance(v, bool)}
-        # the row's times are >= 0; other figures (a non-blocking slowdown) may be < 0
-        bad = next((v for k, v in times.items() if not (math.isfinite(v) and abs(v) <= limit)
-                    or (k in _ROW_TIMES and v < 0)), None)
-        if bad is None:
-            continue
-        got.update(dict.fromkeys([*times, "samples_us"]), status="failed",
-                   error=f"simulated {bad:.6g} us is beyond the bound of 0 to {limit:g} us "
-                         "(no run takes that long: the platform's links are too slow for "
-                         "this size)")
-        lines[i] = json.dumps(got)
-        changed += 1
-    if changed:
-        outfile.write_text("\n".join(lines) + "\n")
-    return changed
-
-
-# What matters in SMPI's stderr: errors, deadlocks, algorithm fallbacks, the kernel's own
-# messages. A deadlock also lists every blocked rank, which would bury the cause.
-_WORTH_KEEPING: Final = re.compile(r"CRITICAL|ERROR|Deadlock|xception|smpi_colls|"
-                                   r"collbench_kernel|Invalid|invalid|abort|Abort")
-
-
-def smpi_messages(stderr: Path, limit: int = 1500) -> str:
-    """The informative lines of a launch's stderr (deduplicated, at most `limit` chars)."""
-    try:
-        lines = stderr.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    kept = list(dict.fromkeys(re.sub(r"^\[[^\]]*\]\s*", "", line) for line in lines
-                              if _WORTH_KEEPING.search(line)))
-    return "\n".join(kept)[-limit:]
 
 
 @dataclass(frozen=True)
@@ -385,8 +321,8 @@ class SimgridBackend(LaunchBackend):
         v = self.settings.ompi_version
         if v is None:
             return f"SMPI's {self.settings.selector} selector"
-        han = " (5.0 on several nodes: bcast, reduce, allreduce by coll/han's port)" \
-            if ompi_decisions.series(v) == "5.0" else ""
+        han = (f" (5.0 on several nodes: {', '.join(HAN_PORTS)}, and the barrier between "
+               "iterations, by coll/han's port)") if ompi_decisions.series(v) == "5.0" else ""
         return (f"Open MPI {v}'s fixed decision rules (coll/tuned; gatherv, scatterv: "
                 f"coll/basic linear){han}, run by collbench's ports")
 
@@ -448,7 +384,7 @@ class SimgridBackend(LaunchBackend):
         # coll/han on several nodes (5.0): rank r is on node (r // divisor) % modulus
         cluster = self.settings.cluster
         divisor = 1 if launch.mapping == "node" else cluster.cores_per_node
-        lines += han_lines(version, [c for c, _ in wanted[1:]],
+        lines += han_lines(version, [c for c, _ in wanted],
                            nodes_used(cluster, n, launch.mapping), divisor, cluster.nodes)
         return "\n".join(lines) + "\n"
 
@@ -497,7 +433,7 @@ class SimgridBackend(LaunchBackend):
         done = run_group(argv, dict(os.environ), launch.timeout_s, call.work, interrupted)
         status = ("interrupted" if done.interrupted else "timeout" if done.timed_out
                   else "ok" if done.returncode == 0 else "failed")
-        if status == "ok" and _lines(call.outfile) < len(launch.points):
+        if status == "ok" and nonblank_lines(call.outfile) < len(launch.points):
             status = "failed"  # SMPI exits 0 after reporting a deadlock
         if launch.program is None:
             bound_times(call.outfile)

@@ -39,7 +39,7 @@ from typing import Final, Literal, NamedTuple
 
 from collbench.errors import UserError
 from collbench.models.fluid import simulate_shared
-from collbench.models.p2p import LEVELS, P2PModel
+from collbench.models.p2p import LEVELS, P2PModel, Sharing
 from collbench.models.schedules import ALGORITHMS, Params, Program, program
 from collbench.models.topology import Topology
 
@@ -141,7 +141,14 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
     wait for them; the messages one step sends over one level share the sender's link
     fairly, so they all end when the last would (SimGrid's max-min sharing, equal sizes).
 
-    marks: per rank, the step from which its time counts (default 0: the whole program)."""
+    marks: per rank, the step from which its time counts (default 0: the whole program).
+
+    A platform's model (models.platform) adds what its parameters say: each message's
+    overheads, o_s on its sender before it leaves and o_r on its receiver after it arrives;
+    the [memory] sharing: unless the receiver copies, one sender's rendezvous transfers
+    queue on its port (their bandwidth parts one after another), and every transfer leaving
+    a socket, and every one entering it, takes its bytes / the socket's bandwidth of that
+    socket's capacity (reserved in the order the transfers are costed)."""
     p = len(progs)
     if p != topology.nprocs:
         raise UserError(f"simulate: program has {p} ranks but the topology {topology.nprocs}; "
@@ -149,6 +156,36 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
     gamma = model.gamma_us_per_byte
     level_index = {lvl: i for i, lvl in enumerate(LEVELS)}
     cost_cache: dict[tuple[str, int], tuple[float, tuple[float, ...]]] = {}
+    sharing = model.sharing or Sharing()
+    queue_rdv = model.sharing is not None and overlap and not matched \
+        and not sharing.receiver_copies
+    rport: list[_Val] = [(0.0, _ZERO)] * p  # when a sender's port is free (rendezvous)
+    socket_free: dict[tuple[int, int, int], float] = {}  # (out|in, node, socket) -> time
+
+    def overhead(src: int, dst: int, nbytes: int, which: int) -> _Val:
+        """o_s (which 0) or o_r (1) of one message, as a latency term."""
+        o = model.level(topology.level(src, dst)).overhead_us(nbytes)[which]
+        d = [0.0] * _N
+        d[7] = o
+        return o, tuple(d)
+
+    def occupy(src: int, dst: int, nbytes: int, begin: float, end: _Val) -> _Val:
+        """`end` of a transfer that began at `begin`, no earlier than its bytes pass the
+        sending and the receiving socket's shared bandwidth (off-socket transfers)."""
+        rate = sharing.socket_bytes_per_us
+        if rate <= 0 or nbytes == 0 or topology.level(src, dst) == "core":
+            return end
+        out = end
+        for way, rank in ((0, src), (1, dst)):
+            seat = topology.place(rank)
+            key = (way, seat.node, seat.socket)
+            done = max(socket_free.get(key, 0.0), begin) + nbytes / rate
+            socket_free[key] = done
+            if done > out[0]:
+                d = [0.0] * _N
+                d[8] = done - out[0]
+                out = _add(out, done - out[0], tuple(d))
+        return out
 
     def cost(src: int, dst: int, nbytes: int) -> tuple[float, tuple[float, ...]]:
         lvl = topology.level(src, dst)
@@ -215,12 +252,20 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
         for k, (val, nbytes, msg, share) in enumerate(chan.get((src, dst), [])[:len(posts)]):
             if msg is None or msg == EAGER_MATCHED or msg in ack:
                 continue
-            c, d = cost(src, dst, nbytes)
-            if share is not None:
-                (ca, da), _ = split(c, d)
-                c, d = ca + share[0], tuple(x + y for x, y in zip(da, share[1], strict=True))
-            ack[msg] = _add(_vmax(val, posts[k]), c, d)
+            ack[msg] = transfer(src, dst, nbytes, _vmax(val, posts[k]), share)
             wake(src)
+
+    def transfer(src: int, dst: int, nbytes: int, ready: _Val, share: _Val | None) -> _Val:
+        """When a transfer that waited for both sides (ready) arrives."""
+        c, d = cost(src, dst, nbytes)
+        if share is not None:  # the sender's link is shared by its flows
+            (ca, da), _ = split(c, d)
+            c, d = ca + share[0], tuple(x + y for x, y in zip(da, share[1], strict=True))
+        elif queue_rdv:
+            ready = _vmax(ready, rport[src])
+            _, (cb, db) = split(c, d)
+            rport[src] = _add(ready, cb, db)
+        return occupy(src, dst, nbytes, ready[0], _add(ready, c, d))
 
     def wake(rank: int) -> None:
         if not queued[rank]:
@@ -239,6 +284,7 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                 shares = shared(r, st.sends) if matched else {}
                 for dst, nbytes in st.sends:
                     share = shares.get(topology.level(r, dst))
+                    cur = _add(cur, *overhead(r, dst, nbytes, 0))
                     if st.sync or (rendezvous is not None and nbytes >= rendezvous):
                         mid = next(ids)
                         waiting[r].append(mid)
@@ -252,12 +298,14 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                                                               share))
                     elif overlap:
                         (ca, da), (cb, db) = split(c, d)
-                        cur = _add(cur, cb, db)
-                        chan.setdefault((r, dst), []).append((_add(cur, ca, da), nbytes, None,
-                                                              None))
+                        begin, cur = cur[0], _add(cur, cb, db)
+                        chan.setdefault((r, dst), []).append((
+                            occupy(r, dst, nbytes, begin, _add(cur, ca, da)), nbytes, None,
+                            None))
                     else:
-                        cur = _add(cur, c, d)
-                        chan.setdefault((r, dst), []).append((cur, nbytes, None, None))
+                        begin, cur = cur[0], _add(cur, c, d)
+                        chan.setdefault((r, dst), []).append((
+                            occupy(r, dst, nbytes, begin, cur), nbytes, None, None))
                     wake(dst)
                 sent[r] = cur
                 posted[r] = True
@@ -283,13 +331,8 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                         receives.setdefault((src, r), []).append(start)
                     taken[src] = taken.get(src, 0) + 1
                     if msg is not None:  # both sides ready, then the transfer
-                        c, d = cost(src, r, nbytes)
-                        if share is not None:  # the sender's link is shared by its flows
-                            (ca, da), _ = split(c, d)
-                            c, d = ca + share[0], tuple(x + y for x, y in zip(da, share[1],
-                                                                               strict=True))
-                        val = ack[msg] if msg in ack else \
-                            _add(_vmax(val, start if at is None else at), c, d)
+                        val = ack[msg] if msg in ack else transfer(
+                            src, r, nbytes, _vmax(val, start if at is None else at), share)
                         if msg != EAGER_MATCHED and msg not in ack:
                             ack[msg] = val
                             wake(src)
@@ -306,6 +349,7 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                     # a receive posted ahead has had the port since then
                     port = _vmax(val, _add(port, c, d)) if at is None else \
                         _vmax(port, _vmax(val, _add(at, c, d)))
+                    port = _add(port, *overhead(src, r, nbytes, 1))
                     if red:
                         rc, rd = reduce_terms(nbytes)
                         cpu = _add(_vmax(cpu, port), rc, rd)

@@ -2,7 +2,7 @@
 
 han (coll_han_<collective>.c, v5.0.x) splits the communicator into a low communicator per
 node and an up communicator of one leader per node, and runs coll/tuned's fixed decisions
-(and libnbc's, for its non-blocking up-level calls) on them: `ompi_decisions.han_plan`
+(and libnbc's, for its non-blocking up-level calls) on them: `han_plan.han_plan`
 says which calls run where. Here each call is costed with the per-algorithm models
 (models.algorithms) on its own sub-communicator's placement, and the calls are composed
 as han issues them:
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from collbench.catalog.ompi_decisions import INTER, HanPlan, SubCall
+from collbench.catalog.han_plan import INTER, HanPlan, SubCall
 from collbench.models.topology import Topology
 
 # (call, its sub-communicator's placement) -> (avg, min, max) µs over its ranks

@@ -27,7 +27,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 import numpy as np
 
@@ -88,10 +88,18 @@ class LogGP:
     method: str | None = None
 
 
+class Overheads(Protocol):
+    """Per-message CPU time by size: a platform level (platforms.model.Level) has it."""
+
+    def overhead_at(self, size: int) -> tuple[float, float]: ...
+
+
 @dataclass(frozen=True)
 class LevelModel:
     """The p2p model of one placement level: regimes sorted by from_bytes (first at 0),
-    and optionally its LogGP parameters (not used by the Hockney costing)."""
+    optionally its LogGP parameters (not used by the Hockney costing), and optionally the
+    per-message overheads (o_s, o_r) by size that a platform charges on the sender's and
+    the receiver's CPU beside the regimes' network time (models.platform)."""
 
     level: str
     regimes: tuple[Regime, ...]
@@ -99,6 +107,11 @@ class LevelModel:
     error: FitError | None = None
     bic: float | None = None
     loggp: LogGP | None = None
+    overheads: Overheads | None = None
+
+    def overhead_us(self, nbytes: int) -> tuple[float, float]:
+        """(o_s, o_r) in µs of one message of `nbytes` (0, 0 without overheads)."""
+        return (0.0, 0.0) if self.overheads is None else self.overheads.overhead_at(nbytes)
 
     def regime(self, nbytes: float) -> Regime:
         chosen = self.regimes[0]
@@ -118,12 +131,26 @@ class LevelModel:
 
 
 @dataclass(frozen=True)
+class Sharing:
+    """How concurrent transfers share a node's hardware (a platform's [memory] table):
+    `receiver_copies`: a rendezvous transfer is copied by its receiver, so one sender's
+    concurrent transfers do not queue on its port; `socket_bytes_per_us`: what every
+    transfer leaving one socket shares, and apart from it every one entering it (0: no
+    limit beyond each transfer's own)."""
+
+    receiver_copies: bool = False
+    socket_bytes_per_us: float = 0.0
+
+
+@dataclass(frozen=True)
 class P2PModel:
-    """Per-level point-to-point models, plus an optional reduction cost (µs per byte)."""
+    """Per-level point-to-point models, plus an optional reduction cost (µs per byte) and
+    how transfers share a node (None: a ping-pong fit, which cannot tell)."""
 
     levels: Mapping[str, LevelModel]
     gamma_us_per_byte: float = 0.0
     source: Mapping[str, str] = field(default_factory=dict)
+    sharing: Sharing | None = None
 
     def level(self, level: str) -> LevelModel:
         try:

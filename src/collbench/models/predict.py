@@ -10,7 +10,7 @@ latencies and tidy rows out. The one prediction behind `collbench model predict`
 
 Predicted rows (`source = backend = "model"`) are read by every other command like
 measurements; "default" is predicted as what Open MPI runs for it in the series asked for
-(`ompi_decisions.default_choice`): coll/tuned's fixed decision on the whole communicator
+(`han_plan.default_choice`): coll/tuned's fixed decision on the whole communicator
 (4.1 everywhere, 5.0 on one node), or under 5.0 on 2 or more nodes coll/han's hierarchy
 (models.han), whose rows say component "han". Pure: no results folder is read or written
 here (`tune.model.write_predictions`).
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from collbench.catalog import ompi_decisions
+from collbench.catalog import han_plan, ompi_decisions
 from collbench.catalog.components import MODELLED, MODELLED_HAN
 from collbench.errors import UserError, choice_error
 from collbench.models import han
@@ -95,11 +95,11 @@ def default_algorithm(collective: str, nprocs: int, size: int,
 
 
 def default_choice(topo: Topology, collective: str, size: int,
-                   version: str = DECISIONS_VERSION) -> ompi_decisions.DefaultChoice:
+                   version: str = DECISIONS_VERSION) -> han_plan.DefaultChoice:
     """What "default" runs where `topo` seats the ranks: coll/tuned's decision, or coll/han's
     hierarchy (5.0, 2 or more nodes, the same number of ranks on each)."""
     nodes, ppn = _occupied(topo)
-    return ompi_decisions.default_choice(version, collective, topo.nprocs, size, nodes, ppn)
+    return han_plan.default_choice(version, collective, topo.nprocs, size, nodes, ppn)
 
 
 # Composite algorithms run the communicator's own collectives: what the fixed decision
@@ -152,7 +152,7 @@ def _fanout0(collective: str, algorithm: str) -> str:
 def _sub_cost(model: P2PModel, net: Network, version: str) -> han.Cost:
     """The cost of one of han's calls on its sub-communicator (no barrier loop: han's calls
     follow each other inside one timed collective)."""
-    def cost(call: ompi_decisions.SubCall, topo: Topology) -> tuple[float, float, float]:
+    def cost(call: han_plan.SubCall, topo: Topology) -> tuple[float, float, float]:
         alg = _fanout0(call.collective, call.algorithm)
         pred = detail(model, topo, call.collective, alg, call.size_bytes,
                       segsize=call.segsize, inner=inner_algorithms(

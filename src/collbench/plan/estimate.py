@@ -35,6 +35,17 @@ SIM_MESSAGE_S: Final = 50e-6  # per simulated message of an iteration
 SIM_SEGMENT: Final = 32 << 10  # bytes per segment when the point leaves it to the MPI
 
 
+class LaunchLike(Protocol):
+    """What `describe` reads of a plan's launch (plan.model.Launch)."""
+
+    @property
+    def nprocs(self) -> int: ...
+    @property
+    def oversubscribe(self) -> bool: ...
+    @property
+    def points(self) -> Sequence[PointLike]: ...
+
+
 class PointLike(Protocol):
     """What the model reads of a plan's point (plan.model.Point)."""
 
@@ -72,8 +83,14 @@ def point_seconds(point: PointLike, nprocs: int, simulated: bool) -> float:
     """Modelled wall time of one point (without the launch's start-up)."""
     if not simulated:
         return POINT_OVERHEAD_S + point.work_seconds(nprocs)
-    loops = 1 if point.test_calls is None else 2 + point.hide_steps  # pure, overlapped, sweep
-    return (point.iterations + point.warmup) * loops * messages(point, nprocs) * SIM_MESSAGE_S
+    return (point.iterations + point.warmup) * sim_loops(point) * messages(point, nprocs) \
+        * SIM_MESSAGE_S
+
+
+def sim_loops(point: PointLike) -> int:
+    """Timed loops of a point under SimGrid: a non-blocking point's pure and overlapped
+    runs; the kernel skips the hide_steps sweep under SMPI (overlap is not modelled)."""
+    return 1 if point.test_calls is None else 2
 
 
 def messages(point: PointLike, nprocs: int) -> int:
@@ -96,3 +113,34 @@ def messages(point: PointLike, nprocs: int) -> int:
     if coll.kind is Kind.ROOTED or name == "reduce":
         return (p - 1) * segments + barrier  # a tree, a pipeline or a star of segments
     return p * steps * segments + barrier  # allreduce, allgather, ...: log-step exchanges
+
+
+def describe(launches: Sequence[LaunchLike], simulated: bool) -> str:
+    """How the estimate was made, with its terms, for `plan`: what the total is made of
+    (the sum of launch_seconds over the launches, plus CAMPAIGN_S)."""
+    points = [p for la in launches for p in la.points]
+    runs = sum((p.iterations + p.warmup) * (sim_loops(p) if simulated else 1) for p in points)
+    if simulated:
+        sent = sum((p.iterations + p.warmup) * messages(p, la.nprocs) * sim_loops(p)
+                   for la in launches for p in la.points)
+        start = sum(SIM_STARTUP_S + SIM_RANK2_S * la.nprocs**2 for la in launches)
+        return (f"the simulator's wall time: collbench's start {CAMPAIGN_S:g} s + "
+                f"{_launches(len(launches))} {start:.1f} s ({SIM_STARTUP_S:g} s + "
+                f"{SIM_RANK2_S * 1e6:g} µs × ranks²) + {len(points)} points × warm-up and "
+                f"iterations ({runs:,} in all) × the messages each iteration simulates "
+                f"(by ranks, size, collective and segments: {sent:,} in all) × "
+                f"{SIM_MESSAGE_S * 1e6:g} µs each")
+    over = sum(1 for la in launches if la.oversubscribe)
+    work = sum(p.work_seconds(la.nprocs) for la in launches for p in la.points)
+    text = (f"collbench's start {CAMPAIGN_S:g} s + {_launches(len(launches))} × "
+            f"{STARTUP_S:g} s + {len(points)} points × ({POINT_OVERHEAD_S * 1e3:g} ms + "
+            f"warm-up and iterations ({runs:,} in all) × the point's modelled time: "
+            f"α·⌈log2 P⌉ + bytes/β, {work:.1f} s in all)")
+    if over:
+        text += (f", × {OVERSUBSCRIBED_SLOWDOWN:g} in the {over} launches with more ranks "
+                 "than cores")
+    return text
+
+
+def _launches(n: int) -> str:
+    return f"{n} launch start-up{'s' if n != 1 else ''}"

@@ -157,7 +157,8 @@ class _Expander:
     def _launch(self, selection: str, blocks: list[_Block], dims: dict[str, Any],
                 swept: dict[str, str], repetition: int) -> Launch:
         spec, nprocs = self.spec, dims["nprocs"]
-        mca, env = _forcing(selection, blocks[0], self.catalog, self.source)
+        mca, env = _forcing(selection, blocks[0], self.catalog, self.source,
+                            (nprocs, dims.get("ppn")))
         mca = _merge_mca(spec, swept, mca, self.source)
         component = dims.get("component")
         asked_mca, asked_env = components.request_settings(component)
@@ -175,7 +176,8 @@ class _Expander:
             selection=selection, points=tuple(p for b in blocks for p in b.points),
             timeout_s=spec.run.timeout, validate=spec.measure.check_results,
             samples=spec.measure.samples, mpi=self.mpi, ppn=dims.get("ppn"),
-            component=None if component in (None, components.DEFAULT) else component)
+            component=None if component in (None, components.DEFAULT) else component,
+            monitoring=spec.run.monitoring)
 
 
 def _check_components(spec: Spec, catalog: Catalog, source: str) -> None:

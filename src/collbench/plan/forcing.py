@@ -10,6 +10,7 @@ from collbench.catalog.algorithms import DEFAULT, Algorithm, Catalog
 from collbench.catalog.collectives import COLLECTIVES
 from collbench.catalog.openmpi import libnbc_mca
 from collbench.errors import UserError
+from collbench.plan import han_levels
 from collbench.plan.model import MPIT, NONE
 from collbench.plan.variants import _Block
 from collbench.sizes import parse_size
@@ -21,13 +22,16 @@ def _truthy(value: str) -> str:
     return {"true": "1", "yes": "1", "on": "1", "false": "0", "no": "0", "off": "0"}.get(low, low)
 
 
-def _forcing(selection: str, block: _Block, catalog: Catalog,
-             source: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(mca, env) that make the MPI run this block's algorithm."""
+def _forcing(selection: str, block: _Block, catalog: Catalog, source: str,
+             layout: tuple[int, int | None] = (0, None)) -> tuple[dict[str, str], dict[str, str]]:
+    """(mca, env) that make the MPI run this block's algorithm; `layout` is the launch's
+    (nprocs, ppn), which a coll/tuned algorithm forced on one of han's levels needs."""
     if selection == NONE:
         return {}, {}
-    if block.variant.han is not None:  # coll/han's own: read once, for every communicator
-        return block.variant.han.mca(block.collective, block.variant.segsize), {}
+    han = block.variant.han
+    if han is not None:  # coll/han's own: read once, for every communicator
+        levels = han_levels.forcing(han, block.collective, *layout)
+        return {**han.mca(block.collective, block.variant.segsize), **levels}, {}
     # With dynamic rules on, algorithm 0 means "the fixed decision rules", i.e. the default.
     dynamic = {"coll_tuned_use_dynamic_rules": "1"}
     if selection == MPIT:

@@ -178,6 +178,7 @@ class Launch:
     mpi: str | None = None  # [measure] mpi: the key of the MPI this launch runs with
     ppn: int | None = None  # [measure] ppn: ranks per node (None: the launcher fills slots)
     component: str | None = None  # [measure] components: the coll component asked for
+    monitoring: bool = False  # [run] monitoring: Open MPI pml/monitoring counts per point
 
     def job_lines(self) -> list[str]:
         """Kernel job file: `collective algorithm_id segsize fanout size iterations warmup`."""
@@ -205,6 +206,7 @@ class Launch:
             **({"mpi": self.mpi} if self.mpi is not None else {}),
             **({"ppn": self.ppn} if self.ppn is not None else {}),
             **({"component": self.component} if self.component is not None else {}),
+            **({"monitoring": True} if self.monitoring else {}),  # ids unchanged without
         }
 
     @staticmethod
@@ -224,6 +226,7 @@ class Launch:
             mpi=str(data["mpi"]) if data.get("mpi") is not None else None,
             ppn=int(data["ppn"]) if data.get("ppn") is not None else None,
             component=str(data["component"]) if data.get("component") is not None else None,
+            monitoring=bool(data.get("monitoring", False)),
         )
 
 

@@ -64,7 +64,8 @@ def _han_setting(catalog: Catalog, coll: str, entry: AlgorithmChoice,
     names = tuple(a.name for a in han)
     if entry.name.strip().lower().split("+")[0] not in names:
         return None
-    setting = components.parse_han_setting(entry.name, coll, names)
+    setting = components.parse_han_setting(  # a level's tuned:ALG names one of catalog's
+        entry.name, coll, names, lambda c: tuple(a.name for a in catalog.of(c)))
     if isinstance(setting, str):
         raise UserError(f"{where}: {setting} (coll/han settings: docs/components.md)")
     base = next(a for a in han if a.name == setting.algorithm)

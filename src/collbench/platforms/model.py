@@ -7,8 +7,14 @@ latencies 0 to 1 s, factors 1e-3 to 1e3, sizes and thresholds 0 to 2^40 bytes, c
 2^17, oversubscription 1 to 1000, [calibration] numbers -1e18 to 1e18. The numbers per
 level are what a ping-pong between two ranks measures at that level (OSU's one-way latency
 and bandwidth in MB/s = 1e6 B/s): `intra_socket` (two cores of one socket), `inter_socket`
-(two sockets of one node), `inter_node` (two nodes). collbench.platforms.simgrid_xml turns
-it into SimGrid XML.
+(two sockets of one node), `inter_node` (two nodes). Per level, `send_overhead_us` /
+`recv_overhead_us` / `overhead_per_size` are the CPU time per message (LogGP o_s, o_r, part
+of latency_us), `lat_factor` / `bw_factor` the size-dependent corrections of the link.
+`[memory]` says how concurrent flows share a node, which no ping-pong shows:
+`receiver_copies` (a sender's concurrent messages each get the full link: the receivers
+copy) and `socket_bandwidth_mbs` (one bandwidth per socket and direction that all flows
+leaving, or entering, a socket share; 0 = none). The node's card (inter_node bandwidth) is
+always shared by the node's flows. collbench.platforms.simgrid_xml turns it into SimGrid XML.
 """
 
 from __future__ import annotations
@@ -85,6 +91,13 @@ CALIBRATION_NUMBER: Final = _Range(-1e18, 1e18, "a number from -1e18 to 1e18")
 def _name(value: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
         raise _Problem(f"{value!r} is not a valid name; use letters, digits, '_', '.' and '-'")
+    return value
+
+
+def _optional_bandwidth(value: float) -> float:
+    """0 (no limit) or a bandwidth within BANDWIDTH's range."""
+    if value != 0 and not BANDWIDTH.holds(value):
+        raise _Problem(f"{value!r} is not valid; valid: 0 (no limit) or {BANDWIDTH.words}")
     return value
 
 
@@ -268,6 +281,25 @@ class Smpi(_Table):
     cfg: list[Annotated[str, AfterValidator(_cfg_item)]] = Field(default_factory=list)
 
 
+class Memory(_Table):
+    """How concurrent transfers of one node share its hardware (docs/simgrid.md, "Sharing").
+
+    A ping-pong has one flow at a time, so it cannot show these; they shape fan-outs and
+    fan-ins (a linear root, a gather) and every rank of a socket sending at once."""
+
+    receiver_copies: bool = Field(False, description=(
+        "Single-copy transfers are made by the receiver (Open MPI's shared memory above its "
+        "eager limit: CMA/XPMEM/KNEM; InfiniBand rendezvous reads): the concurrent messages "
+        "of one sender do not share its per-core link (each receiver's copy runs on its own "
+        "core), while the messages one rank receives still do. false: a sender's outgoing "
+        "flows share its link."))
+    socket_bandwidth_mbs: Annotated[float, AfterValidator(_optional_bandwidth)] = \
+        Field(0.0, description=(
+            "Bandwidth (MB/s) every flow leaving one socket shares, and apart from it every "
+            "flow entering it (a socket's fabric or memory port: what osu_mbw_mr measures "
+            "with every core of a socket sending off it); 0 = no limit beyond each flow's."))
+
+
 class Cluster(_Table):
     name: Annotated[str, AfterValidator(_name)]
     description: str = ""
@@ -278,6 +310,7 @@ class Cluster(_Table):
     levels: Levels
     topology: Topology = Field(default_factory=Topology)
     smpi: Smpi = Field(default_factory=Smpi)
+    memory: Memory = Field(default_factory=Memory)
     calibration: Annotated[dict[str, Any], AfterValidator(_calibration)] = Field(
         default_factory=dict)
 

@@ -18,6 +18,14 @@ the spine over "up" links (hop_latency_us each, nodes_per_leaf × bandwidth /
 oversubscription, shared). So a two-rank ping-pong takes exactly the level's latency and
 bandwidth, while concurrent flows contend where they would on the machine.
 
+[memory] changes the sharing (a single flow, hence the ping-pong, is unchanged):
+- receiver_copies: each per-core link is two links, "out" (FATPIPE: every message a core
+  sends gets the full bandwidth, as each receiver's copy runs on the receiver's core) and
+  "in" (SHARED: what one core receives shares it), routed one way each;
+- socket_bandwidth_mbs: each socket's gateway reaches the bus and the node's card over a
+  "fabric" link (SPLITDUPLEX at that bandwidth): all traffic leaving a socket shares one
+  direction, all traffic entering it the other.
+
 The <config> block carries the platform's SimGrid options (eager threshold, [smpi] cfg);
 `--cfg` options given on the command line take precedence over it. The per-level
 size-dependent factors of a calibrated cluster are properties of the top zone, read by
@@ -81,6 +89,36 @@ def _route(src: str, dst: str, link: str, duplex: bool, extra: str = "") -> str:
     return f'<route src="{src}" dst="{dst}"><link_ctn id="{link}"{direction}/>{more}</route>'
 
 
+def _one_way(src: str, dst: str, links: list[str]) -> str:
+    """A route that holds in this direction only (its reverse is declared apart)."""
+    ctn = "".join(f'<link_ctn id="{link}"/>' for link in links)
+    return f'<route src="{src}" dst="{dst}" symmetrical="NO">{ctn}</route>'
+
+
+def _core_links(ident: str, bw_mbs: float, latency_us: float, split: bool) -> list[str]:
+    """A core's link to a router: one split-duplex link, or (receiver_copies) an "out"
+    link every outgoing flow gets in full and an "in" link incoming flows share."""
+    if not split:
+        return [_link(ident, bw_mbs, latency_us, "SPLITDUPLEX")]
+    return [_link(f"{ident}-out", bw_mbs, latency_us, "FATPIPE"),
+            _link(f"{ident}-in", bw_mbs, latency_us, "SHARED")]
+
+
+def _core_routes(host: str, router: str, link: str, split: bool, extra: str = "") -> list[str]:
+    if not split:
+        return [_route(host, router, link, True, extra)]
+    more = [extra] if extra else []
+    return [_one_way(host, router, [f"{link}-out", *more]),
+            _one_way(router, host, [*more, f"{link}-in"])]
+
+
+def _gateway_route(src: str, dst: str, links: list[tuple[str, str]]) -> str:
+    """Between two routers, both ways: (link, "UP"/"DOWN"/"") in the src -> dst order."""
+    ctn = "".join(f'<link_ctn id="{link}"' + (f' direction="{d}"' if d else "") + "/>"
+                  for link, d in links)
+    return f'<route src="{src}" dst="{dst}">{ctn}</route>'
+
+
 def _node_zone(cluster: Cluster, n: int, out: list[str]) -> None:
     lv, node = cluster.levels, node_id(n)
     sockets, per_socket = cluster.sockets_per_node, cluster.cores_per_socket
@@ -97,15 +135,21 @@ def _node_zone(cluster: Cluster, n: int, out: list[str]) -> None:
         out += [f'{ind}<router id="{node}-x{j}"/>' for j in range(sockets)]
     if cluster.nodes > 1:
         out.append(f'{ind}<router id="{node}-nic"/>')
-    mem = lv.intra_socket
-    out += [ind + _link(f"{host_id(n, k)}-mem", mem.bandwidth_mbs, mem.latency_us / 2,
-                        "SPLITDUPLEX") for k in cores]
+    mem, split = lv.intra_socket, cluster.memory.receiver_copies
+    for k in cores:
+        out += [ind + x for x in _core_links(f"{host_id(n, k)}-mem", mem.bandwidth_mbs,
+                                             mem.latency_us / 2, split)]
     if external:
-        out += [ind + _link(f"{host_id(n, k)}-dma", dma_bw, xs_lat / 2, "SPLITDUPLEX")
-                for k in cores]
+        for k in cores:
+            out += [ind + x for x in _core_links(f"{host_id(n, k)}-dma", dma_bw, xs_lat / 2,
+                                                 split)]
         # Floyd picks the path with fewest links: this second link keeps two cores of one
         # socket on their mem links rather than through the gateway.
         out.append(ind + _link(f"{node}-port", _FAST, 0, "FATPIPE"))
+    fabric = cluster.memory.socket_bandwidth_mbs if external else 0.0
+    if fabric:
+        out += [ind + _link(f"{node}-s{j}-fabric", fabric, 0, "SPLITDUPLEX")
+                for j in range(sockets)]
     if lv.inter_socket is not None and sockets > 1:
         out.append(ind + _link(f"{node}-bus", lv.inter_socket.bandwidth_mbs, 0, "FATPIPE"))
     if lv.inter_node is not None and cluster.nodes > 1:
@@ -113,15 +157,26 @@ def _node_zone(cluster: Cluster, n: int, out: list[str]) -> None:
         out.append(ind + _link(f"{node}-pcie", _FAST, rest, "FATPIPE"))
     for k in cores:
         j = k // per_socket
-        out.append(ind + _route(host_id(n, k), f"{node}-s{j}", f"{host_id(n, k)}-mem", True))
+        out += [ind + x for x in _core_routes(host_id(n, k), f"{node}-s{j}",
+                                              f"{host_id(n, k)}-mem", split)]
         if external:
-            out.append(ind + _route(host_id(n, k), f"{node}-x{j}", f"{host_id(n, k)}-dma",
-                                    True, f"{node}-port"))
+            out += [ind + x for x in _core_routes(host_id(n, k), f"{node}-x{j}",
+                                                  f"{host_id(n, k)}-dma", split,
+                                                  f"{node}-port")]
+
+    def leaving(j: int) -> list[tuple[str, str]]:
+        return [(f"{node}-s{j}-fabric", "UP")] if fabric else []
+
+    def entering(j: int) -> list[tuple[str, str]]:
+        return [(f"{node}-s{j}-fabric", "DOWN")] if fabric else []
+
     if sockets > 1:
-        out += [ind + _route(f"{node}-x{j}", f"{node}-x{i}", f"{node}-bus", False)
+        out += [ind + _gateway_route(f"{node}-x{j}", f"{node}-x{i}",
+                                     [*leaving(j), (f"{node}-bus", ""), *entering(i)])
                 for j in range(sockets) for i in range(j + 1, sockets)]
     if cluster.nodes > 1:
-        out += [ind + _route(f"{node}-x{j}", f"{node}-nic", f"{node}-pcie", False)
+        out += [ind + _gateway_route(f"{node}-x{j}", f"{node}-nic",
+                                     [*leaving(j), (f"{node}-pcie", "")])
                 for j in range(sockets)]
     out.append("  </zone>")
 

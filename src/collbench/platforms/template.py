@@ -125,6 +125,10 @@ def cluster_toml(cluster: Cluster, header: str = "",
     s = cluster.smpi
     out += ["", "[smpi]", f"eager_threshold = {s.eager_threshold}",
             f"cfg = {_fmt(list(s.cfg))}"]
+    m = cluster.memory
+    if m != type(m)():  # written only when it differs from the default (no sharing terms)
+        out += ["", "[memory]", f"receiver_copies = {_fmt(m.receiver_copies)}",
+                f"socket_bandwidth_mbs = {_float(m.socket_bandwidth_mbs, exact)}"]
     cal = dict(calibration or cluster.calibration)
     if cal:
         out += ["", "[calibration]"] + [f"{k} = {_fmt(v, exact)}" for k, v in cal.items()]

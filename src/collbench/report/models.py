@@ -293,6 +293,9 @@ def section(results: Path, dest: Any, model_file: Path | None, against_folder: P
 
         whys, why_notes = explain.explain_store(store, model, a, stat)
         tables.append(explain.table(whys))
+        seen = explain.measured_table(whys)  # rows with pml/monitoring counts
+        if seen is not None:
+            tables.append(seen)
         notes += why_notes
     return html.ModelSection(f"Models: measured against {b_name}",
                              tuple(tables), tuple(figs),

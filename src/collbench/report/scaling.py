@@ -1,17 +1,25 @@
 """Latency vs process count: the studies' main figure.
 
-One panel per message size, one line per algorithm and placement. A line follows the
-process count across node boundaries (the node count is part of the x position, not of
-the line's identity); the boundaries themselves are drawn: sockets and the cores of a
-node on one node, nodes beyond. Points with more ranks per node than cores are drawn
-hollow and the region shaded: they measure the scheduler, not the algorithm.
+One figure per collective and placement (mapping, binding, launch parameters), one panel
+per message size, one line per algorithm: every algorithm measured at two or more process
+counts (beyond SCALING_LABELS, the baseline and those recommended most often), so a
+scaling campaign of one size is one figure rather than a one-point figure per process
+count. A line follows the process count across node boundaries (the node count is part of
+the x position, not of the line's identity); the boundaries themselves are drawn: sockets
+and the cores of a node on one node, nodes beyond. Points with more ranks per node than
+cores are drawn hollow and the region shaded: they measure the scheduler, not the
+algorithm.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Final
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -21,6 +29,17 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from collbench.report.figures import MARKERS, _legend_margin, _log_y, palette
 from collbench.sizes import format_size
+
+if TYPE_CHECKING:
+    from collbench.analyse import Comparison, PointStat
+    from collbench.analyse.compare import Context
+    from collbench.report import html
+    from collbench.report.output import Output
+
+SCALING_SIZES: Final = 3  # panels per figure
+MAX_TICKS: Final = 12  # labelled process counts per panel
+# Every algorithm up to 10 (tab10's colours); beyond, the baseline and those that win most.
+SCALING_LABELS: Final = 10
 
 
 @dataclass(frozen=True)
@@ -74,7 +93,7 @@ def scaling(title: str, series: Sequence[Series], sizes: Sequence[int], stat: st
             marks |= {"over"} if any(s.over) else set()
         marks |= _boundaries(ax, [s for s in series if s.size_bytes == size], machine)
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_locator(FixedLocator([float(n) for n in counts]))
+        ax.xaxis.set_major_locator(FixedLocator(_ticks(counts)))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_locator(NullLocator())
         _log_y(ax)
@@ -98,6 +117,17 @@ def scaling(title: str, series: Sequence[Series], sizes: Sequence[int], stat: st
                     fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
     return fig
+
+
+def _ticks(counts: Sequence[int]) -> list[float]:
+    """Every process count when they are few; else the powers of two among them and the
+    ends (a sweep of every count from 2 to 256 would print 255 labels on top of each other)."""
+    if len(counts) <= MAX_TICKS:
+        return [float(n) for n in counts]
+    shown = {counts[0], counts[-1], *(n for n in counts if n & (n - 1) == 0)}
+    if len(shown) > MAX_TICKS:  # wide ranges: every other power of two
+        shown = {counts[0], counts[-1], *(n for n in shown if n.bit_length() % 2)}
+    return [float(n) for n in sorted(shown)]
 
 
 def _name(s: Series, placement: bool) -> str:
@@ -146,3 +176,125 @@ def _boundaries(ax: Axes, series: Sequence[Series], machine: Machine) -> set[str
         ax.axvspan(start, max(over) * 1.2, color="#f4d9d0", alpha=0.5, linewidth=0, zorder=0)
         drawn.add("over")
     return drawn
+
+
+# --- from a comparison to figures -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Plan:
+    """One figure: a collective at one placement, the sizes drawn, its lines."""
+
+    collective: str
+    placement: str
+    sizes: tuple[int, ...]
+    lines: dict[tuple[str, int], dict[int, PointStat]]  # (label, size) -> nprocs -> point
+    single: tuple[str, ...]  # algorithms measured at one process count only: not drawn
+
+
+def plans(comp: Comparison, name: str, points: Sequence[PointStat]) -> list[Plan]:
+    """The scaling figures of collective `name`: one per placement with a line."""
+    counts = Counter(r.algorithm for r in comp.ranges
+                     if r.collective == name and r.algorithm != comp.baseline)
+    by_place: dict[str, list[PointStat]] = {}
+    for p in points:
+        by_place.setdefault(placement(p), []).append(p)
+    out = []
+    for place, pts in sorted(by_place.items()):
+        every = {p.label for p in pts}
+        labels = every if len(every) <= SCALING_LABELS else {comp.baseline, *(
+            lab for lab, _ in counts.most_common(SCALING_LABELS - 1))}
+        lines: dict[tuple[str, int], dict[int, PointStat]] = {}
+        for p in pts:
+            if p.label in labels:
+                lines.setdefault((p.label, p.size_bytes), {}).setdefault(p.nprocs, p)
+        lines = {k: v for k, v in lines.items() if len(v) >= 2}
+        sizes = _sizes(lines)
+        if not sizes:
+            continue
+        drawn = {lab for lab, size in lines if size in sizes}
+        out.append(Plan(name, place, tuple(sizes),
+                        {k: v for k, v in lines.items() if k[1] in sizes},
+                        tuple(sorted(labels - drawn))))
+    return out
+
+
+def _sizes(lines: dict[tuple[str, int], dict[int, PointStat]]) -> list[int]:
+    """Up to SCALING_SIZES sizes: the one measured at the most process counts (a scaling
+    sweep of one size), then the largest and a geometric middle of the rest."""
+    reach: dict[int, set[int]] = {}
+    for (_, size), pts in lines.items():
+        reach.setdefault(size, set()).update(pts)
+    if not reach:
+        return []
+    ordered = sorted(reach)
+    chosen = [max(ordered, key=lambda s: (len(reach[s]), -s))]
+    if ordered[-1] not in chosen:
+        chosen.append(ordered[-1])
+    rest = [s for s in ordered if s not in chosen]
+    if rest and len(chosen) < SCALING_SIZES:
+        mid = sum(math.log(max(s, 1)) for s in chosen) / len(chosen)
+        chosen.append(min(rest, key=lambda s: abs(math.log(max(s, 1)) - mid)))
+    return sorted(chosen)
+
+
+def figures(comp: Comparison, name: str, points: Sequence[PointStat], dest: Output,
+            machine: Machine) -> list[html.FigureRef]:
+    """Latency vs process count of collective `name`, one figure per placement."""
+    found = plans(comp, name, points)
+    stat = comp.stat.removesuffix("_us")
+    out = []
+    for plan in found:
+        series = [_series(label, plan.placement, size, pts, machine)
+                  for (label, size), pts in sorted(plan.lines.items())]
+        title = f"{name}: latency vs process count"
+        title += f", {plan.placement}" if len(found) > 1 and plan.placement else ""
+        stem = f"{name}_scaling" + (f"_{plan.placement}" if len(found) > 1 else "")
+        labels = sorted({s.label for s in series})
+        caption = (f"{title}: {stat} latency against the number of processes, one line per "
+                   f"algorithm ({len(labels)}: {', '.join(labels)}; {comp.baseline}, the "
+                   f"baseline, bold; every algorithm measured at two or more process counts, "
+                   f"or beyond {SCALING_LABELS} the ones recommended for the most size "
+                   "ranges), at the size measured at the most process counts, the largest "
+                   "and one between; bars: confidence interval of the median (a single "
+                   "repetition: fastest to slowest rank); lines continue across node "
+                   "boundaries (dashed); dotted: socket boundaries; hollow points and the "
+                   "shaded region: more ranks per node than cores (oversubscribed)")
+        if plan.single:
+            caption += (f"; not drawn, measured at one process count only: "
+                        f"{', '.join(plan.single)}")
+        draw = partial(scaling, title, series, list(plan.sizes), stat, machine,
+                       comp.baseline)
+        out.append(dest.figure(draw, dest.slug(stem), caption + "."))
+    return out
+
+
+def drawn(comp: Comparison, name: str, points: Sequence[PointStat]
+          ) -> set[tuple[Context, int]]:
+    """(context, size) of every point a scaling figure of `name` draws."""
+    return {(p.context, size) for plan in plans(comp, name, points)
+            for (_, size), pts in plan.lines.items() for p in pts.values()}
+
+
+def _series(label: str, place: str, size: int, pts: dict[int, PointStat],
+            machine: Machine) -> Series:
+    ordered = [pts[n] for n in sorted(pts)]
+    ci = all(p.n >= 2 for p in ordered)
+    return Series(label, place, size, tuple(p.nprocs for p in ordered),
+                  tuple(p.value for p in ordered),
+                  tuple(p.ci_low if ci else p.min_us for p in ordered),
+                  tuple(p.ci_high if ci else p.max_us for p in ordered),
+                  tuple(p.nodes or 1 for p in ordered),
+                  tuple(bool(machine.cores) and _per_node(p) > (machine.cores or 0)
+                        for p in ordered))
+
+
+def _per_node(p: PointStat) -> int:
+    return p.ppn or (p.nprocs // p.nodes if p.nodes else p.nprocs)
+
+
+def placement(p: PointStat) -> str:
+    """How ranks are placed, without their number: a line runs across node counts."""
+    parts = [f"map-by={p.mapping}"] if p.mapping else []
+    parts += [f"bind-to={p.binding}"] if p.binding else []
+    parts += [f"params={p.params}"] if p.params else []
+    return " ".join(parts)

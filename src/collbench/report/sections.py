@@ -9,24 +9,20 @@ from __future__ import annotations
 import hashlib
 import math
 import statistics
-from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 from typing import Final
 
 from collbench.analyse import Comparison, PointStat, RatioStat, WinRange
 from collbench.analyse.compare import block_title
-from collbench.report import figures, heatmap, html, tables
+from collbench.report import figures, heatmap, html, scaling, tables
 from collbench.report.data import Context, Counts, Tails
 from collbench.report.output import Output
-from collbench.report.scaling import Machine, Series, scaling
+from collbench.report.scaling import Machine
 from collbench.report.spread import STRIP_MAX, spread
 
 BOX_LABELS: Final = 4  # baseline + the 3 fastest: more boxes per size are unreadable
-SCALING_SIZES: Final = 3
 UNKNOWN: Final = Machine(None, None)
-# Every algorithm up to 10 (tab10's colours); beyond, the baseline and those that win most.
-SCALING_LABELS: Final = 10
 
 
 def collectives(comp: Comparison | None, counts: Counts, tails: Tails,
@@ -46,15 +42,17 @@ def collectives(comp: Comparison | None, counts: Counts, tails: Tails,
             continue
         points = [p for ctx in contexts for p in by_context[ctx]]
         ylim = _shared_scale(points)  # one latency scale for the collective's panels
-        blocks = tuple(_block(comp, ctx, by_context[ctx], tails, dest, ylim)
+        on_scaling = scaling.drawn(comp, name, points)
+        blocks = tuple(_block(comp, ctx, by_context[ctx], tails, dest, ylim, on_scaling)
                        for ctx in contexts)
-        figure = _scaling(comp, name, points, dest, machine)
-        out.append(html.Collective(name, blocks, (figure,) if figure else ()))
+        figs = scaling.figures(comp, name, points, dest, machine)
+        out.append(html.Collective(name, blocks, tuple(figs)))
     return out
 
 
 def _block(comp: Comparison, ctx: Context, points: list[PointStat], tails: Tails,
-           dest: Output, ylim: tuple[float, float] | None = None) -> html.Block:
+           dest: Output, ylim: tuple[float, float] | None = None,
+           on_scaling: set[tuple[Context, int]] | None = None) -> html.Block:
     title = block_title(*ctx)
     stem = dest.slug(_stem(ctx))
     labels = list(dict.fromkeys(p.label for p in points))
@@ -68,13 +66,22 @@ def _block(comp: Comparison, ctx: Context, points: list[PointStat], tails: Tails
     notes: list[str] = []
     figs: list[html.FigureRef] = []
 
-    figs.append(_latency(comp, title, stem, points, colors, ranges, reps, ylim, dest))
+    sizes = {p.size_bytes for p in points}
+    if len(sizes) == 1 and (ctx, *sizes) in (on_scaling or set()):
+        # A one-size block of a scaling sweep: its points are on the scaling figure.
+        notes.append(f"One size measured here: its latencies are on the {ctx[0]} scaling "
+                     "figure with the other process counts (below); the tables have the "
+                     "numbers.")
+    else:
+        figs.append(_latency(comp, title, stem, points, colors, ranges, reps, ylim, dest))
     if len(labels) == 1:
         notes.append(f"Only one algorithm measured here ({labels[0]}): nothing to compare, "
                      "no heat map.")
     elif not ratios:
         notes.append(f"The baseline {comp.baseline} was not measured here: no ratios, "
                      "no heat map.")
+    elif not figs:
+        pass  # one size on the scaling figure: the ratio table says what a heat map would
     else:
         cells = ("full colour: significantly different from the baseline (Holm-corrected "
                  "exact Mann-Whitney), bold number; faded: tested, not significant"
@@ -177,66 +184,3 @@ def _shared_scale(points: Sequence[PointStat]) -> tuple[float, float] | None:
           for y in (p.value, p.ci_low, p.ci_high, p.min_us, p.max_us)
           if y is not None and y > 0]
     return (min(ys) / 1.25, max(ys) * 1.25) if ys else None
-
-
-def _scaling(comp: Comparison, name: str, points: Sequence[PointStat],
-             dest: Output, machine: Machine) -> html.FigureRef | None:
-    """Latency vs process count per algorithm and placement, at a few representative sizes:
-    every algorithm measured, or beyond SCALING_LABELS the baseline and the algorithms
-    recommended most often."""
-    counts = Counter(r.algorithm for r in comp.ranges
-                     if r.collective == name and r.algorithm != comp.baseline)
-    every = {p.label for p in points}
-    labels = every if len(every) <= SCALING_LABELS else {comp.baseline, *(
-        lab for lab, _ in counts.most_common(SCALING_LABELS - 1))}
-    chosen = [p for p in points if p.label in labels]
-    by_line: dict[tuple[str, str, int], dict[int, PointStat]] = {}
-    for p in chosen:
-        by_line.setdefault((p.label, _placement(p), p.size_bytes), {}).setdefault(p.nprocs, p)
-    by_line = {k: v for k, v in by_line.items() if len(v) >= 2}
-    sizes = sorted({size for _, _, size in by_line})
-    if not sizes:
-        return None
-    if len(sizes) > SCALING_SIZES:
-        mid = math.log(max(1, sizes[0]) * sizes[-1]) / 2  # geometric middle
-        sizes = [sizes[0], min(sizes[1:-1], key=lambda s: abs(math.log(max(s, 1)) - mid)),
-                 sizes[-1]]
-    series = [_series(label, place, size, pts, machine)
-              for (label, place, size), pts in sorted(by_line.items()) if size in sizes]
-    stat = comp.stat.removesuffix("_us")
-    draw = partial(scaling, f"{name}: latency vs process count", series, sizes, stat, machine,
-                   comp.baseline)
-    return dest.figure(draw, dest.slug(f"{name}_scaling"),
-                       f"{name}: {stat} latency against the number of processes, one line per "
-                       f"algorithm and placement ({comp.baseline}, the baseline, bold; every "
-                       f"algorithm measured, or beyond {SCALING_LABELS} the ones recommended "
-                       "for the most size ranges), at the smallest, a "
-                       "middle and the largest size measured at several process counts; bars: "
-                       "confidence interval of the median; lines continue across node "
-                       "boundaries (dashed); dotted: socket boundaries; hollow points and the "
-                       "shaded region: more ranks per node than cores (oversubscribed).")
-
-
-def _series(label: str, place: str, size: int, pts: dict[int, PointStat],
-            machine: Machine) -> Series:
-    ordered = [pts[n] for n in sorted(pts)]
-    ci = all(p.n >= 2 for p in ordered)
-    return Series(label, place, size, tuple(p.nprocs for p in ordered),
-                  tuple(p.value for p in ordered),
-                  tuple(p.ci_low if ci else p.min_us for p in ordered),
-                  tuple(p.ci_high if ci else p.max_us for p in ordered),
-                  tuple(p.nodes or 1 for p in ordered),
-                  tuple(bool(machine.cores) and _per_node(p) > (machine.cores or 0)
-                        for p in ordered))
-
-
-def _per_node(p: PointStat) -> int:
-    return p.ppn or (p.nprocs // p.nodes if p.nodes else p.nprocs)
-
-
-def _placement(p: PointStat) -> str:
-    """How ranks are placed, without their number: a line runs across node counts."""
-    parts = [f"map-by={p.mapping}"] if p.mapping else []
-    parts += [f"bind-to={p.binding}"] if p.binding else []
-    parts += [f"params={p.params}"] if p.params else []
-    return " ".join(parts)

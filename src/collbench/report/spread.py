@@ -3,7 +3,10 @@
 A boxplot of six points invents quartiles; with up to STRIP_MAX repetitions each one is
 drawn (jittered sideways) with a tick at the median. Extreme values (beyond CLIP_IQR
 interquartile ranges of the pooled log ratios, and 8x) would squash every other point
-to a line: the axis stops short of them and an arrow at the edge says how far they went.
+to a line: the axis stops short of them and an arrow at the edge says how far they went,
+its value written upright inside the axis; where neighbours' labels would overlap (many
+sizes and algorithms), one label per group of touching marks names the farthest value
+and how many values the group holds.
 """
 
 from __future__ import annotations
@@ -25,6 +28,19 @@ from collbench.sizes import format_size
 STRIP_MAX: Final = 10  # up to this many repetitions: dots, not boxes
 CLIP_IQR: Final = 3.0  # the axis ends this many IQRs (of log values) beyond the quartiles,
 CLIP_MIN: Final = math.log(8.0)  # and never closer than 8x: only extremes are clipped
+LABEL_PT: Final = 6.5  # font size of a clipped value's label
+LABEL_GAP_PT: Final = LABEL_PT * 1.35  # upright labels closer than this would overlap
+
+
+@dataclass(frozen=True)
+class _Clip:
+    """A value (or values) beyond the axis: drawn at `edge`, labelled with the farthest."""
+
+    x: float
+    edge: float
+    worst: float
+    count: int
+    above: bool
 
 
 def spread(title: str, points: Sequence[PointStat], labels: Sequence[str], baseline: str,
@@ -51,7 +67,7 @@ def spread(title: str, points: Sequence[PointStat], labels: Sequence[str], basel
         series.append((label, pos, groups))
     low, high = clip_limits([v for _, _, gs in series for g in gs for v in g])
     rng = random.Random(0)  # the same jitter every time: reports are reproducible
-    clipped = False
+    clips: list[_Clip] = []
     for label, pos, groups in series:
         if not groups:
             continue
@@ -61,7 +77,7 @@ def spread(title: str, points: Sequence[PointStat], labels: Sequence[str], basel
             _strips(ax, pos, shown, width * 0.8, color, label, rng)
         else:
             _draw_boxes(ax, pos, [_box(g) for g in shown], width * 0.85, color, label)
-        clipped |= _mark_clipped(ax, pos, groups, low, high, color)
+        clips += _mark_clipped(ax, pos, groups, low, high, color)
     ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle="--")
     _log_y(ax)
     ax.set_ylim(low / 1.08, high * 1.08)
@@ -72,7 +88,8 @@ def spread(title: str, points: Sequence[PointStat], labels: Sequence[str], basel
     ax.set_ylabel(f"time / {baseline}'s median (×)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
-    if clipped:
+    _label_clipped(ax, clips, fig)
+    if clips:
         ax.plot([], [], linestyle="none", marker="^", color="0.3",
                 label="clipped (value shown)")
     _legend(ax)
@@ -94,20 +111,44 @@ def clip_limits(values: Sequence[float]) -> tuple[float, float]:
 
 
 def _mark_clipped(ax: Axes, pos: Sequence[float], groups: Sequence[Sequence[float]],
-                  low: float, high: float, color: Color) -> bool:
-    marked = False
+                  low: float, high: float, color: Color) -> list[_Clip]:
+    """An arrow at the edge for each clipped group; their labels come later, all at once."""
+    out = []
     for x, g in zip(pos, groups, strict=True):
         over, under = [v for v in g if v > high], [v for v in g if v < low]
-        for vals, edge, mark, va in ((over, high, "^", "bottom"), (under, low, "v", "top")):
+        for vals, edge, above in ((over, high, True), (under, low, False)):
             if vals:
-                worst = max(vals) if mark == "^" else min(vals)
-                ax.plot([x], [edge], marker=mark, color=color, markersize=6, linestyle="none")
-                ax.annotate(f"{worst:.3g}×" + (f" ({len(vals)})" if len(vals) > 1 else ""),
-                            (x, edge), textcoords="offset points",
-                            xytext=(0, 5 if mark == "^" else -5), ha="center", va=va,
-                            fontsize=6.5, color="0.2")
-                marked = True
-    return marked
+                ax.plot([x], [edge], marker="^" if above else "v", color=color, markersize=6,
+                        linestyle="none")
+                out.append(_Clip(x, edge, max(vals) if above else min(vals), len(vals), above))
+    return out
+
+
+def _label_clipped(ax: Axes, clips: Sequence[_Clip], fig: Figure) -> None:
+    """Upright labels inside the axis below (above) the arrow; marks closer than a label's
+    height share one label: the farthest value, and the count of values behind it."""
+    x0, x1 = ax.get_xlim()
+    width_pt = ax.get_position().width * fig.get_figwidth() * 72
+    per_unit = width_pt / (x1 - x0)  # points per x unit
+    for above in (True, False):
+        marks = sorted((c for c in clips if c.above == above), key=lambda c: c.x)
+        group: list[_Clip] = []
+        for c in [*marks, None]:
+            if c is not None and (not group or (c.x - group[-1].x) * per_unit < LABEL_GAP_PT):
+                group.append(c)
+                continue
+            if group:
+                worst = (max if above else min)(group, key=lambda g: g.worst)
+                count = sum(g.count for g in group)
+                x = statistics.fmean(g.x for g in group)
+                ax.annotate(f"{worst.worst:.3g}×" + (f" ({count})" if count > 1 else ""),
+                            (x, worst.edge), textcoords="offset points",
+                            xytext=(0, -7 if above else 7), ha="center",
+                            va="top" if above else "bottom", rotation=90,
+                            fontsize=LABEL_PT, color="0.2",
+                            bbox={"boxstyle": "square,pad=0.1", "facecolor": "white",
+                                  "edgecolor": "none", "alpha": 0.8})
+            group = [c] if c is not None else []
 
 
 def _strips(ax: Axes, pos: Sequence[float], groups: Sequence[Sequence[float]], width: float,

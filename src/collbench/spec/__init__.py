@@ -125,6 +125,17 @@ class Run(Table):
     hosts: HostsConfig = Field(default_factory=HostsConfig,
                                description="Hosts and ssh for backend = \"hosts\" (mpirun "
                                            "--hostfile; docs/hosts.md).")
+    monitoring: bool = Field(False, description="Open MPI only: count each point's messages "
+                                                "and bytes per level with pml/monitoring "
+                                                "(docs/models.md, Why: --explain).")
+
+    @model_validator(mode="after")
+    def _monitoring_needs_open_mpi(self) -> Run:
+        if self.monitoring and self.backend in ("simgrid", "fake"):
+            raise _Problem(f"backend {self.backend!r} has no Open MPI pml/monitoring; valid: "
+                           "local, hosts or slurm with Open MPI, or monitoring = false",
+                           "monitoring")
+        return self
 
 
 class ExcludeEntry(Table):

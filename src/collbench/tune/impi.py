@@ -13,6 +13,10 @@ does, the last one applies. msg_size is the message in bytes (count x type size:
 "msg_size=16", 17 B the next key), also for allreduce. So collbench writes every level
 ascending, with -1 last.
 
+A file never says 0 where the default won: under I_MPI_TUNING, 0 is Intel MPI's generic
+choice, not its tuned default, so tune/impi_standin.py first replaces those ranges with the
+preset that runs what the default runs (by trace).
+
 Only one node is written: a Selection holds what was measured per process count, and on one
 node ppn is the process count.
 """
@@ -39,7 +43,7 @@ COLL_NAMES: Final = {
     "reduce_scatter": "Reduce_scatter", "reduce_scatter_block": "Reduce_scatter_block",
     "scatter": "Scatter", "scatterv": "Scatterv"}
 ANY: Final = -1
-DEFAULT_ID: Final = 0  # Intel's own choice (I_MPI_ADJUST_<COLL>=0)
+DEFAULT_ID: Final = 0  # I_MPI_ADJUST_<COLL>=0; in a file, Intel's generic choice
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ class WrittenJson:
 
 
 def preset_id(choice: Choice) -> int:
-    """`preset12` -> 12; default -> 0 (Intel's own choice)."""
+    """`preset12` -> 12; default -> 0 (Intel's own choice as a variable; in a file, its
+    generic choice, so build never writes it)."""
     if choice.algorithm == DEFAULT:
         return DEFAULT_ID
     if choice.algorithm_id is not None and choice.algorithm_id > 0:
@@ -89,6 +94,16 @@ def build(selection: Selection, source: str) -> WrittenJson:
     for coll, tables in by_coll.items():
         if all(c.algorithm == DEFAULT for _, cs in tables for c in cs):
             continue  # nothing to change: Intel's own tuning stays in charge
+        kept = next(((n, c.threshold) for n, cs in tables for c in cs
+                     if c.algorithm == DEFAULT), None)
+        if kept is not None:
+            # rules verify --impi, 2021.18.1: bcast 8 KiB at 2 ranks runs binomial under a
+            # file's 0, scatter + recursive doubling without the file
+            raise UserError(f"tune --impi: {coll} np={kept[0]} from {kept[1]} B keeps Intel "
+                            "MPI's default, which a file cannot name (its 0 is Intel's "
+                            "generic choice, not its tuned default); valid: a selection "
+                            "resolved by tune.impi_standin.resolve (the preset that runs "
+                            "what the default runs)")
         comm: dict[str, Any] = {}
         for i, (nprocs, choices) in enumerate(tables):
             key = ANY if i == len(tables) - 1 else nprocs

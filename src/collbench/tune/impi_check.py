@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -154,3 +155,15 @@ def render(path: Path, r: Reading, mpi: str) -> str:
                  "ACCEPTED, BUT: Intel MPI ignores or misreads the parts listed above")
     return "\n".join(lines)
 
+
+def rule_for(entries: Sequence[Entry], collective: str, nprocs: int, size: int) -> int | None:
+    """The preset the file gives this call (Intel's lookup on one node: ppn = nprocs), None
+    where it has no rule for the collective. Entries are in file order."""
+    mine = [e for e in entries if e.collective == collective]
+    for level, value in (("ppn", nprocs), ("comm_size", nprocs), ("msg_size", size)):
+        keys = list(dict.fromkeys(getattr(e, level) for e in mine))
+        if not keys:
+            return None
+        hit = next((k for k in keys if k == -1 or value <= k), keys[-1])
+        mine = [e for e in mine if getattr(e, level) == hit]
+    return mine[0].preset if mine else None

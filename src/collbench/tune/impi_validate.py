@@ -8,73 +8,59 @@ The analysis is validate's own (compare's test, Holm over the switched points); 
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from pathlib import Path
 
 from collbench.analyse.compare import RatioStat
-from collbench.catalog.collectives import COLLECTIVES
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
-from collbench.plan import Launch
+from collbench.plan import Launch, Point
 from collbench.store import Store
 from collbench.tune import campaign
 from collbench.tune.impi import activation
-from collbench.tune.impi_check import Entry, Reading
-from collbench.tune.validate import DEFAULT, TUNED, Validation, analyse
-
-
-def rule_for(entries: Sequence[Entry], collective: str, nprocs: int, size: int) -> int | None:
-    """The preset the file gives this call (Intel's lookup on one node: ppn = nprocs), None
-    where it has no rule for the collective. Entries are in file order."""
-    mine = [e for e in entries if e.collective == collective]
-    for level, value in (("ppn", nprocs), ("comm_size", nprocs), ("msg_size", size)):
-        keys = list(dict.fromkeys(getattr(e, level) for e in mine))
-        if not keys:
-            return None
-        hit = next((k for k in keys if k == -1 or value <= k), keys[-1])
-        mine = [e for e in mine if getattr(e, level) == hit]
-    return mine[0].preset if mine else None
+from collbench.tune.impi_autotuner import AUTOTUNER
+from collbench.tune.impi_autotuner import activation as autotuner_activation
+from collbench.tune.impi_check import Reading, rule_for
+from collbench.tune.validate import DEFAULT, TUNED, Validation, analyse, interleaved
 
 
 def plan_launches(path: Path, nprocs_list: Sequence[int], sizes: Sequence[int],
                   collectives: Sequence[str], repetitions: int, seed: int, iterations: int,
-                  timeout: float) -> list[Launch]:
-    rng = random.Random(seed)
+                  timeout: float, autotuner: Path | None = None) -> list[Launch]:
+    """`autotuner`: a dump of Intel's autotuner, measured as a third arm."""
     arms = {DEFAULT: [], TUNED: activation(path)}
-    launches = []
-    for rep in range(repetitions):
-        for nprocs in nprocs_list:
-            order = list(arms)
-            rng.shuffle(order)
-            blocks = list(collectives)
-            rng.shuffle(blocks)
-            for arm in order:
-                points = [campaign.point(c, arm, 0, s, iterations,
-                                         max(1, iterations // 10) if iterations else 0)
-                          for c in blocks for s in sizes if s >= COLLECTIVES[c].min_size]
-                launches.append(campaign.launch(nprocs, points, (), "none", rep, timeout,
-                                                env=arms[arm]))
-    return launches
+    if autotuner is not None:
+        arms[AUTOTUNER] = autotuner_activation(autotuner)
+
+    def launch(arm: str, rep: int, nprocs: int, points: list[Point]) -> Launch:
+        return campaign.launch(nprocs, points, (), "none", rep, timeout, env=arms[arm])
+
+    return interleaved(list(arms), nprocs_list, collectives, sizes, repetitions, seed,
+                       iterations, launch)
+
+
+def collectives_of(reading: Reading, path: Path, wanted: Sequence[str]) -> list[str]:
+    present = sorted({e.collective for e in reading.entries})
+    colls = [c for c in present if not wanted or c in wanted]
+    if not colls:
+        raise UserError(f"{path}: no collective to validate: the file has "
+                        f"{', '.join(present) or 'none'}")
+    return colls
 
 
 def validate(reading: Reading, path: Path, out: Path, nprocs_list: Sequence[int],
              sizes: Sequence[int], mpi: MpiInstall, *, repetitions: int, seed: int,
              collectives: Sequence[str] = (), iterations: int = 0, timeout: float = 600,
-             confidence: float = 0.95) -> Validation:
+             confidence: float = 0.95, autotuner: Path | None = None) -> Validation:
     if mpi.implementation != "impi":
         raise UserError(f"tune validate --impi: --mpi is {mpi.implementation} "
                         f"{mpi.version}; valid: an Intel MPI (--mpi impi==VERSION)")
     if repetitions < 2:
         raise UserError(f"--repetitions {repetitions}: at least 2 are needed to test a "
                         "difference (6 or more to find one among noise, docs/statistics.md)")
-    present = sorted({e.collective for e in reading.entries})
-    colls = [c for c in present if not collectives or c in collectives]
-    if not colls:
-        raise UserError(f"{path}: no collective to validate: the file has "
-                        f"{', '.join(present) or 'none'}")
+    colls = collectives_of(reading, path, collectives)
     launches = plan_launches(path, nprocs_list, sizes, colls, repetitions, seed, iterations,
-                             timeout)
+                             timeout, autotuner)
     spec = campaign.spec_text(f"Written by collbench tune validate --impi: default against "
                               f"I_MPI_TUNING={path.resolve()}", f"validate-{path.stem}",
                               launches, seed)

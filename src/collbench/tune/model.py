@@ -3,6 +3,7 @@ same selection and writer as measured data (`tune.select.select_from`, `tune.wri
 
     write_predictions(out, launches, extra) -> Store     (also `collbench model predict`)
     predicted_selection(model, request, folder) -> (Selection, Store)
+    han_note(selection, request) -> why no coll/han rules file (multi-node), or None
 
 With one predicted "repetition" per point nothing can be tested, so the choice per size is
 the fastest predicted algorithm (`significance=False`); "default" is predicted as what
@@ -16,6 +17,7 @@ import getpass
 import os
 import socket
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -28,6 +30,7 @@ from collbench.models import predict
 from collbench.models.algorithms import ALGORITHMS
 from collbench.models.p2p import P2PModel
 from collbench.store import Store
+from collbench.tune import han
 from collbench.tune.select import Options, Selection, select_from
 from collbench.version import __version__
 
@@ -89,5 +92,21 @@ def predicted_selection(model: P2PModel, req: predict.Request, folder: Path, mod
     note = ("chosen from predictions of " + model_name + " (one value per point: the fastest "
             "predicted algorithm per size, untested; validate with `collbench tune "
             "validate`)")
-    return Selection(selection.mpi, selection.mpi_version, selection.repetitions, False,
-                     selection.tables, (note, *selection.notes, *extra)), store
+    # keep han_defaults: where "default" was predicted as han's hierarchy, han's rules file
+    # hands the top level to coll/tuned, as for measurements (commands.tune_model)
+    return replace(selection, tested=False, notes=(note, *selection.notes, *extra)), store
+
+
+def han_note(selection: Selection, req: predict.Request) -> str | None:
+    """Why `tune --model` writes no coll/han rules file for a multi-node regime (None: it
+    writes one, or every regime is on one node, where han steps aside)."""
+    multi = [n for n in req.nprocs if predict.placement(n, req.nodes, req.ppn)[0] > 1]
+    if not multi:
+        return None
+    if ompi_decisions.series(req.version) != "5.0":
+        return (f"no coll/han rules file: Open MPI {req.version} ships coll/han at priority 0, "
+                "so coll/tuned's rules reach the whole communicator")
+    if han.build(selection) is None:
+        return ("no coll/han rules file: the modelled default is coll/tuned's in every "
+                "regime (collectives coll/han does not serve, or unequal ranks per node)")
+    return None

@@ -310,10 +310,13 @@ def han_setting_note(collective: str, label: str, setting: components.HanSetting
     rules choose a component, and han's algorithm, per size; not han's levels or segment
     size): han reads those once per job, for every size and communicator."""
     flags = " ".join(f"--mca {k} {v}" for k, v in setting.mca(collective, segsize).items())
+    forced = ", ".join(f"{alg} at the {level} level's" for level, alg in setting.levels.items())
+    levels = (f" plus a coll/tuned rules file with {forced} communicator size (docs/"
+              "components.md, per-level algorithms)") if forced else ""
     return (f"{title}: {label} is fastest, a coll/han setting that no rules file selects "
             f"(han's rules file picks components and han's algorithm only); kept the default "
             f"in the rules; to "
-            f"use it for the whole job (every size): mpirun {flags}")
+            f"use it for the whole job (every size): mpirun {flags}{levels}")
 
 
 def _merge(coll: str, picked: Sequence[tuple[int, PointStat, float | None]],

@@ -26,7 +26,7 @@ from collbench.analyse.stats import Interval, geomean_ci, holm
 from collbench.catalog.collectives import COLLECTIVES, rules_bytes
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
-from collbench.plan import Launch
+from collbench.plan import Launch, Point
 from collbench.sizes import format_size
 from collbench.store import Store
 from collbench.tables import text_table
@@ -81,7 +81,6 @@ def plan_launches(rules: RulesFile, path: Path, nprocs_list: Sequence[int], size
                   collectives: Sequence[str], repetitions: int, seed: int, iterations: int,
                   timeout: float, hosts: campaign.Hosts | None = None,
                   han_path: Path | None = None) -> list[Launch]:
-    rng = random.Random(seed)
     file_mca = activation(path)[1:]
     # han's file (5.0 on several nodes): named in both arms, used in the tuned one
     han_file = han_activation(han_path)[1:] if han_path else []
@@ -91,6 +90,22 @@ def plan_launches(rules: RulesFile, path: Path, nprocs_list: Sequence[int], size
             TUNED: [("coll_tuned_use_dynamic_rules", "1"), *file_mca,
                     *([("coll_han_use_dynamic_file_rules", "1"), *han_file] if han_path
                       else [])]}
+
+    def launch(arm: str, rep: int, nprocs: int, points: list[Point]) -> Launch:
+        return campaign.launch(nprocs, points, arms[arm], "launch" if arm == TUNED else "none",
+                               rep, timeout, hosts=hosts)
+
+    return interleaved(list(arms), nprocs_list, collectives, sizes, repetitions, seed,
+                       iterations, launch)
+
+
+def interleaved(arms: Sequence[str], nprocs_list: Sequence[int], collectives: Sequence[str],
+                sizes: Sequence[int], repetitions: int, seed: int, iterations: int,
+                launch: Callable[[str, int, int, list[Point]], Launch]) -> list[Launch]:
+    """One launch per arm, repetition and process count, the arms in an order and the
+    collectives in blocks shuffled per repetition with `seed` (Open MPI's and Intel MPI's
+    validate: `launch(arm, repetition, nprocs, points)` makes the arm's launch)."""
+    rng = random.Random(seed)
     launches = []
     for rep in range(repetitions):
         for nprocs in nprocs_list:
@@ -103,9 +118,7 @@ def plan_launches(rules: RulesFile, path: Path, nprocs_list: Sequence[int], size
                                          if iterations else 0)
                           for c in blocks for s in sizes if s >= COLLECTIVES[c].min_size
                           and not (c == "reduce_scatter_block" and s < nprocs)]
-                launches.append(campaign.launch(nprocs, points, arms[arm],
-                                                "launch" if arm == TUNED else "none", rep,
-                                                timeout, hosts=hosts))
+                launches.append(launch(arm, rep, nprocs, points))
     return launches
 
 
@@ -140,11 +153,13 @@ def validate(rules: RulesFile, path: Path, out: Path, nprocs_list: Sequence[int]
 
 
 def analyse(store: Store, rules: RulesFile | None, confidence: float = 0.95,
-            switches: Callable[[RatioStat], bool] | None = None) -> Validation:
+            switches: Callable[[RatioStat], bool] | None = None,
+            arm: str = TUNED) -> Validation:
     """`switches`: whether the file leaves the default at a point, for files that are not
-    Open MPI rules (Intel MPI's JSON: tune/impi_validate.py); else read from `rules`."""
+    Open MPI rules (Intel MPI's JSON: tune/impi_validate.py); else read from `rules`.
+    `arm`: the arm set against the default (another than "tuned": Intel's autotuner)."""
     cmp = compare(store, baseline=DEFAULT, confidence=confidence)
-    ratios = [r for r in cmp.ratios if r.point.algorithm == TUNED]
+    ratios = [r for r in cmp.ratios if r.point.algorithm == arm]
     switched = [switches(r) if switches is not None
                 else rules is not None and _switched(rules, r) for r in ratios]
     slower = [i for i, r in enumerate(ratios) if switched[i] and r.p_raw is not None]

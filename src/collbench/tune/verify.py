@@ -75,6 +75,7 @@ class Verification:
     outcomes: list[Outcome] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     why_method: str = ""
+    how: str = ""  # what the trace method traced, where not Open MPI's algtrace
 
     @property
     def mismatches(self) -> int:
@@ -418,10 +419,12 @@ def render(v: Verification) -> str:
                 else {})}
             for o in v.outcomes]
     cols = list(rows[0]) if rows else []
-    how = ("method: trace (algtrace LD_PRELOAD: the algorithm each "
-           "ompi_coll_tuned_<coll>_intra_do_this call received)" if v.method == "trace" else
-           f"method: timing (file vs forced algorithm vs default, compared over repetitions)"
-           f"{'; ' + v.why_method if v.why_method else ''}")
+    how = v.how or ("method: trace (algtrace LD_PRELOAD: the algorithm each "
+                    "ompi_coll_tuned_<coll>_intra_do_this call received)"
+                    if v.method == "trace" else
+                    "method: timing (file vs forced algorithm vs default, compared over "
+                    "repetitions)"
+                    f"{'; ' + v.why_method if v.why_method else ''}")
     out = [how, "", text_table(rows, cols), ""]
     out += [f"skipped: {s}" for s in v.skipped]
     inconclusive = sum(o.ok is None for o in v.outcomes)

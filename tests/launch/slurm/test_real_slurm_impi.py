@@ -44,7 +44,8 @@ def test_intel_mpi_mpirun_inside_the_allocation(slurm: Cluster, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """mpirun runs the default and a forced preset over both nodes; what it cannot honour
-    (srun as the launcher, one rank per node in turn) is refused before anything runs."""
+    (srun as the launcher, one rank per node in turn) is refused before anything runs or
+    is written."""
     private_mpi("impi")  # skips where the test MPIs are not installed
     # The emulated nodes are host names only (NodeAddr=127.0.0.1, no DNS entry): Hydra's
     # proxies, started by srun, call back to the host name unless given an interface.
@@ -58,6 +59,7 @@ def test_intel_mpi_mpirun_inside_the_allocation(slurm: Cluster, tmp_path: Path,
         err = "\n".join(line for line in capsys.readouterr().err.strip().splitlines()
                         if not line.startswith("collbench: built the kernel"))
         assert said in err and len(err.splitlines()) == 1, err
+        assert not (tmp_path / map_by).exists()  # refused before the folder is made
     spec.write_text(SPEC.format(map_by="core", launcher="mpirun"))
     assert main(["run", str(spec), "-o", str(out)]) == 0
     got = rows(out)

@@ -153,7 +153,8 @@ int cbp_decide(const char *coll, int nprocs, long long bytes, int commutative, i
 int cbp_is_ported(const char *coll, int alg);
 
 /* coll/han 5.0.x's default hierarchical collectives (cbp_han.c): what Open MPI 5.0 runs
- * for MPI_Bcast, MPI_Reduce and MPI_Allreduce on a communicator spanning several nodes
+ * for MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Gather, MPI_Scatter and MPI_Allgather on a
+ * communicator spanning several nodes
  * (han's priority 35 beats tuned's 30; 4.1 ships han at priority 0). cbp_han_init builds
  * the node-level ("low") and node-leader ("up") communicators from `node`, this rank's node
  * id (any non-negative number equal on the ranks of one node: natively from
@@ -163,10 +164,9 @@ int cbp_is_ported(const char *coll, int alg);
  * coll/tuned's fixed decisions (cbp_bcast/cbp_reduce alg 0), the up level tuned's fixed
  * bcast (blocking) and ported libnbc schedules (non-blocking), with han's 64 KiB segments.
  * Return MPI_ERR_UNSUPPORTED_OPERATION where han hands the call back to the previous
- * component without communicating (one node; a non-commutative reduction) and MPI_ERR_ARG
- * where a libnbc schedule is not ported (bcast on more than 4 nodes; reduce and allreduce
- * on more than 2; bcast and reduce with unequal ranks per node on more than 3), also
- * without communicating. */
+ * component without communicating (one node or one rank per node; a non-commutative
+ * reduction), also without communicating. Any number of nodes and any layout han handles
+ * run (libnbc's default ibcast and ireduce schedules for every up communicator size). */
 typedef struct cbp_han cbp_han_t;
 int cbp_han_init(MPI_Comm comm, int node, cbp_han_t **out);
 void cbp_han_free(cbp_han_t *h);
@@ -186,6 +186,20 @@ int cbp_han_allreduce(cbp_han_t *h, const void *sbuf, void *rbuf, int count,
                       MPI_Datatype dt, MPI_Op op);
 int cbp_han_reduce(cbp_han_t *h, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                    MPI_Op op, int root, MPI_Comm comm);
+/* han's default gather ("simple"), scatter and allgather: tuned's fixed decisions on both
+ * levels (gather, scatter; allgather: gather and bcast in the node, allgather between node
+ * rank 0s), the root's or leaders' blocks reordered when a node's ranks are not
+ * consecutive; unequal ranks per node: the topology probe, then tuned on comm. Same count
+ * and datatype on both sides. */
+int cbp_han_gather(cbp_han_t *h, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                   int root, MPI_Comm comm);
+int cbp_han_scatter(cbp_han_t *h, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                    int root, MPI_Comm comm);
+int cbp_han_allgather(cbp_han_t *h, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                      MPI_Comm comm);
+/* han's barrier ("simple"): node barrier, node rank 0s' barrier, node barrier (tuned's fixed
+ * decisions), on any layout. */
+int cbp_han_barrier(cbp_han_t *h);
 
 /* Message counting (only with -DCBP_COUNT_MESSAGES; otherwise these do nothing and
  * cbp_count_enabled() returns 0). Counters are indexed by the destination's rank in

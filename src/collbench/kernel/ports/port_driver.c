@@ -578,6 +578,14 @@ static int run_port(ctx_t *x, MPI_Comm comm)
             return cbp_han_allreduce(x->han, x->a, x->b, n, MPI_INT, MPI_SUM);
         if (x->coll == C_REDUCE)
             return cbp_han_reduce(x->han, x->a, x->b, n, MPI_INT, MPI_SUM, x->root, comm);
+        if (x->coll == C_GATHER)
+            return cbp_han_gather(x->han, x->a, x->b, n, MPI_BYTE, x->root, comm);
+        if (x->coll == C_SCATTER)
+            return cbp_han_scatter(x->han, x->a, x->b, n, MPI_BYTE, x->root, comm);
+        if (x->coll == C_ALLGATHER)
+            return cbp_han_allgather(x->han, x->a, x->b, n, MPI_BYTE, comm);
+        if (x->coll == C_BARRIER)
+            return cbp_han_barrier(x->han);
         return MPI_ERR_ARG;
     }
     switch (x->coll) {

@@ -26,6 +26,8 @@ from collbench.launch.batch import BatchBackend, Done, Lost, Report
 from collbench.launch.slurm import markers
 from collbench.launch.slurm.commands import (
     check_fits,
+    impi_launcher_problem,
+    impi_placement_problem,
     impi_problem,
     job_environment,
     launch_command,
@@ -37,6 +39,7 @@ from collbench.launch.slurm.ledger import JobRecord, Ledger, now
 from collbench.launch.slurm.scheduler import Scheduler, SchedulerError
 from collbench.launch.slurm.script import (
     JOB_MARGIN_S,
+    SCRIPT_ONLY,
     JobLaunch,
     job_seconds,
     render,
@@ -90,6 +93,8 @@ class SlurmBackend(BatchBackend):
         # Asked now, before any folder is created: a campaign that cannot start (srun
         # without the MPI's plugin, slurmctld down) fails before it leaves anything.
         _ = self.plugin
+        if why := impi_launcher_problem(self.cfg, self.mpi, self.setup.source):
+            raise UserError(why)
         # The allocation to come decides oversubscription, not the login node.
         return Planning(base, self.shape.nodes * self.shape.tasks_per_node)
 
@@ -99,15 +104,30 @@ class SlurmBackend(BatchBackend):
         if self._plugin is None:
             self._plugin = "pmix"
             if self.cfg.launcher == "srun":  # srun is asked only when the spec says "auto"
-                offered = self.scheduler.mpi_plugins() if self.cfg.srun_mpi == "auto" else None
+                offered = self._offered() if self.cfg.srun_mpi == "auto" else None
                 self._plugin = srun_mpi(self.cfg, self.mpi, offered)
         return self._plugin
+
+    def _offered(self) -> list[str] | None:
+        try:
+            return self.scheduler.mpi_plugins()
+        except SchedulerError as e:
+            notes = SCRIPT_ONLY.get()
+            if notes is None:  # a run needs srun: it fails before leaving anything
+                raise
+            notes.append(f"{e}; the script uses srun --mpi={srun_mpi(self.cfg, self.mpi, None)}"
+                         " (set run.slurm.srun_mpi to choose another)")
+            return None
 
     def check(self, launches: list[Launch]) -> None:
         """UserError when launches cannot run in the allocation asked for."""
         check_fits(launches, self.shape, self.setup.source)
         if why := impi_problem(self.cfg, self.mpi, launches, self.setup.source):
             raise UserError(why)
+
+    def placement_problem(self, launch: Launch) -> str | None:
+        # asked by the campaign before its folder is made (campaign.check_placements)
+        return impi_placement_problem(self.mpi, launch)
 
     def live_jobs(self) -> list[str]:
         """Jobs of this campaign still queued or running."""

@@ -99,21 +99,35 @@ def impi_startup(mpi: MpiInstall, launch: Launch) -> tuple[tuple[str, str], ...]
 
 def impi_problem(cfg: SlurmConfig, mpi: MpiInstall, launches: Sequence[Launch],
                  source: str) -> str | None:
+    """Why Intel MPI cannot run these launches under Slurm as collbench would label them
+    (None: it can)."""
+    if why := impi_launcher_problem(cfg, mpi, source):
+        return why
+    for la in launches:
+        if why := impi_placement_problem(mpi, la):
+            return f"{source}: measure.map_by: \"node\" (or a ppn) {why}"
+    return None
+
+
+def impi_launcher_problem(cfg: SlurmConfig, mpi: MpiInstall, source: str) -> str | None:
+    """srun as Intel MPI's launcher needs Slurm's PMI library as I_MPI_PMI_LIBRARY: untested
+    (the Debian Slurm here ships PMIx only)."""
+    if mpi.implementation != "impi" or cfg.launcher != "srun":
+        return None
+    return (f"{source}: run.slurm.launcher: \"srun\" with Intel MPI: collbench starts "
+            "it with its own mpirun inside the allocation (srun bootstraps Hydra's "
+            "proxies); valid: launcher = \"mpirun\"")
+
+
+def impi_placement_problem(mpi: MpiInstall, launch: Launch) -> str | None:
     """Intel MPI's Hydra inside an allocation places ranks as Slurm lays the tasks out
     (filling each node in turn) and ignores -ppn, also with
     I_MPI_JOB_RESPECT_PROCESS_PLACEMENT=0 and I_MPI_PERHOST=1 (2021.18.1 on the test
     cluster: -ppn 1 still ran n1 n1 n2 n2). A row saying map_by node would be a lie."""
-    if mpi.implementation != "impi":
+    if mpi.implementation != "impi" or not (launch.mapping == "node" or launch.ppn):
         return None
-    if cfg.launcher == "srun":  # needs Slurm's PMI library as I_MPI_PMI_LIBRARY: untested
-        return (f"{source}: run.slurm.launcher: \"srun\" with Intel MPI: collbench starts "
-                "it with its own mpirun inside the allocation (srun bootstraps Hydra's "
-                "proxies); valid: launcher = \"mpirun\"")
-    if any(la.mapping == "node" or la.ppn for la in launches):
-        return (f"{source}: measure.map_by: \"node\" (or a ppn) with Intel MPI under Slurm: "
-                "its mpirun places ranks as Slurm lays out the tasks and ignores -ppn; "
-                "valid: map_by = \"core\" (fill each node in turn)")
-    return None
+    return ("with Intel MPI under Slurm: its mpirun places ranks as Slurm lays out the "
+            "tasks and ignores -ppn; valid: map_by = \"core\" (fill each node in turn)")
 
 
 def launch_command(cfg: SlurmConfig, mpi: MpiInstall, launch: Launch, call: Call,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -21,6 +22,12 @@ from collbench.version import __version__
 KILL_AFTER_S: Final = 10  # timeout's grace between TERM and KILL
 STEP_MARGIN_S: Final = 5  # per launch: markers, srun/mpirun start beyond the kernel
 JOB_MARGIN_S: Final = 60  # per job: prolog, queue-to-start, epilog
+
+# Set while `collbench slurm script` writes a script to submit later or elsewhere: no
+# controller is needed then, so where srun cannot say its MPI plugins (slurmctld down, no
+# slurm.conf here) the backend takes the MPI's usual one and leaves a note in this list.
+SCRIPT_ONLY: Final[ContextVar[list[str] | None]] = ContextVar("collbench_slurm_script_only",
+                                                              default=None)
 
 # One launch: skip it if an earlier job finished it, else record where and when it
 # starts, run it under the per-launch timeout, and publish its exit status atomically.
