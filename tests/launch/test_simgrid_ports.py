@@ -218,6 +218,24 @@ def test_han_on_two_nodes(tmp_path: Path, sim_env: Path) -> None:
     assert [(r["status"], r["component"]) for r in forced] == [("ok", "tuned")]
 
 
+@pytest.mark.slow
+def test_han_barrier_separates_non_blocking_iterations_on_two_nodes(
+        tmp_path: Path, sim_env: Path) -> None:
+    """A non-blocking point runs SMPI's own ibcast, but MPI_Barrier between its iterations
+    is coll/han's on a simulated 5.0 across nodes, as natively: the skew it leaves moves
+    the per-rank average away from 4.1's (tuned's barrier); on one node both are tuned."""
+    got = {}
+    for version in ("4.1", "5.0"):
+        path = spec(tmp_path, f"nb{version}.toml", collectives='["ibcast"]',
+                    algorithms='["default"]', sizes="[64]", nprocs="[4, 8]",
+                    map_by='["core", "node"]')
+        path.write_text(path.read_text() + f'\n[run.simgrid]\nompi_version = "{version}"\n')
+        got[version] = {(r["nprocs"], r["mapping"]): r["avg_us"]
+                        for r in run(tmp_path, path, tmp_path / f"nb{version}")}
+    assert got["5.0"][(4, "core")] == got["4.1"][(4, "core")]  # one node: tuned's
+    assert got["5.0"][(8, "node")] != got["4.1"][(8, "node")]  # two nodes: han's
+
+
 def test_han_lines_follow_the_series_and_the_nodes() -> None:
     assert han_lines("5.0.11", ["alltoall", "gather", "bcast", "allreduce", "bcast"], 2, 4,
                      2) == ["han gather 4 2 simple", "han bcast 4 2 intra",

@@ -1503,8 +1503,17 @@ static int port_resolve(const job_t *j, MPI_Comm comm, char *err, size_t n)
     if (!g_ports)
         return 0;
     g_run.barrier_alg = barrier ? barrier->alg : 0;
-    if (j->nb || is_p2p(j->coll))
-        return 0; /* SMPI's own non-blocking collectives; point-to-point needs no port */
+    if (is_p2p(j->coll))
+        return 0; /* point-to-point needs no port */
+    if (j->nb) {
+        /* SMPI's own non-blocking collectives; where coll/han serves the communicator, its
+         * barrier separates the iterations, as MPI_Barrier does natively */
+        int han_barrier = han_takes(C_BARRIER, 0, comm, err, n);
+        if (han_barrier < 0)
+            return -1;
+        g_run.han_barrier = han_barrier;
+        return 0;
+    }
     /* One process: Open MPI runs coll/self (a local copy, whatever is forced), as SMPI's
      * own collectives do; the table names it "self". */
     g_run.use = g_nprocs > 1;
