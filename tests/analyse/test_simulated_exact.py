@@ -70,3 +70,36 @@ def test_tune_takes_one_simulated_repetition_and_says_so(tmp_path: Path) -> None
     # measured data with one repetition still cannot be tested
     with pytest.raises(UserError, match="1 repetition per point"):
         select(results(tmp_path / "real", "local"))
+
+
+def _nonblocking(root: Path, backend: str) -> Store:
+    store = Store(root)
+    store.create({"name": "nb", "seed": 1}, "", {"launches": []},
+                 {"host": "h", "cores": 64, "mpi": {"implementation": "openmpi",
+                                                    "version": "5.0.3"}})
+    rows = [make_row(
+        campaign="nb", launch_id="r0", repetition=0, backend=backend, source="kernel",
+        mpi="openmpi", mpi_version="5.0.3", collective="ibcast", algorithm="default",
+        algorithm_id=0, segsize=0, fanout=0, params=json.dumps({"env": {}, "mca": {}}),
+        nprocs=4, nodes=1, ppn=4, mapping="core", binding="core", size_bytes=size,
+        iterations=100, warmup=10, avg_us=10.0, min_us=9.0, max_us=12.0, median_us=10.0,
+        metrics=json.dumps({"test_calls": 0, "compute": "auto", "overall_us": 20.5,
+                            "pure_us": 10.0, "overlap_pct": 96.05}),
+        status="ok") for size in SIZES]
+    store.write_launch("r0", rows, {"status": "ok"}, None)
+    return store
+
+
+@pytest.mark.parametrize("backend", ["simgrid", "local"])
+def test_show_leaves_a_simulated_overlap_empty_and_says_why(tmp_path: Path,
+                                                            backend: str) -> None:
+    """SimGrid does not model MPI progress: `show` does not print its 100 %-ish overlap as a
+    figure (as compare and the report do not); a measured overlap stays."""
+    from collbench.analyse.show import show
+
+    store = _nonblocking(tmp_path / backend, backend)
+    table, csv = show(store), show(store, "csv")
+    assert ("96.05" in table) == (backend == "local")
+    assert ("96.05" in csv) == (backend == "local")
+    assert ("not modelled under SimGrid" in table) == (backend == "simgrid")
+    assert "20.50" in table  # the simulated times stay

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from collbench import points as door
 from collbench.analyse import columns, dimensions, stability
+from collbench.analyse.nonblocking import NOT_MODELLED
 from collbench.analyse.rows import fetch
 from collbench.analyse.stats import holm, log_ratio_ci, mann_whitney, median, median_ci, shift_ci
 from collbench.catalog import components
@@ -251,12 +252,6 @@ def compare(store: Store, baseline: str = "default", stat: str = "avg",
     return Comparison(column, base, confidence, reps, tuple(points), tuple(ratios),
                       tuple(best), tuple(_ranges(best)), tuple(warnings), notice,
                       "difference" if difference else "ratio", chosen.column)
-
-
-# Figures of overlap that SimGrid cannot give: SMPI's network progresses on its own, so a
-# compute as long as the communication hides all of it (100 %) whatever the MPI would do.
-NOT_MODELLED: Final = frozenset({"overlap_pct", "overlap_raw_pct", "overlap_imb_pct",
-                                 "max_hidden_pct", "max_hidden_us"})
 
 
 def _modelled(store: Store, rows: list[dict[str, Any]], column: str

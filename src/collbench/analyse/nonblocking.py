@@ -17,6 +17,11 @@ from collbench.points import SETTING_KEYS, metrics_of
 # Figures `show` prints for non-blocking rows (means over ok repetitions).
 SHOW_FIGURES: Final = ("overall_us", "compute_us", "test_us", "wait_us", "pure_us",
                        "overlap_pct", "max_hidden_pct")
+# Figures of overlap that SimGrid cannot give: SMPI's network progresses on its own, so a
+# compute as long as the communication hides all of it (100 %) whatever the MPI would do.
+NOT_MODELLED: Final = frozenset({"overlap_pct", "overlap_raw_pct", "overlap_imb_pct",
+                                 "max_hidden_pct", "max_hidden_us"})
+NOT_MODELLED_NOTE: Final = "not modelled under SimGrid (it does not model MPI progress)"
 
 
 def parse_metrics(metrics: str | None) -> dict[str, Any]:

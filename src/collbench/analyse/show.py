@@ -16,7 +16,7 @@ from collbench import points
 from collbench.analyse import columns, stability
 from collbench.analyse.compare import algorithm_label, block_title, compare
 from collbench.analyse.dimensions import mpi_label
-from collbench.analyse.nonblocking import SHOW_FIGURES
+from collbench.analyse.nonblocking import NOT_MODELLED, NOT_MODELLED_NOTE, SHOW_FIGURES
 from collbench.analyse.render import effect_of
 from collbench.errors import UserError
 from collbench.sizes import format_size
@@ -64,6 +64,8 @@ def aggregate(store: Store, collective: str | None = None, algorithm: str | None
         SELECT {group}, {', '.join(settings)}, {', '.join(pooled)},
                max(iterations) AS iterations,
                count(*) FILTER (status = 'ok') AS reps,
+               bool_or(backend IN ({', '.join(repr(b) for b in sorted(stability.SIMULATED))}))
+                   AS simulated,
                string_agg(DISTINCT status, ',' ORDER BY status) AS status
         FROM {points.VIEW}{where}
         GROUP BY {group}, test_calls, compute
@@ -88,9 +90,14 @@ def _label(r: dict[str, Any]) -> str:
 def show(store: Store, fmt: str = "table", collective: str | None = None,
          algorithm: str | None = None, nprocs: int | None = None) -> str:
     rows = aggregate(store, collective, algorithm, nprocs)
+    hidden = [_name("median", k) for k in METRIC_FIGURES if k in NOT_MODELLED]
+    simulated = [r for r in rows if r["simulated"] and any(r.get(c) is not None for c in hidden)]
     for r in rows:
         r["size"] = format_size(int(r["size_bytes"]))
         r["algorithm"] = _label(r)
+    hidden = [c for c in hidden if any(r.get(c) is not None for r in simulated)]
+    for r in simulated:  # a simulated overlap reads 100 % whatever the MPI would do
+        r.update(dict.fromkeys(hidden))
     pooled = [_name(s, f) for s, f in POOLED]
     metric = [_name("median", k) for k in METRIC_FIGURES]
     present = [c for c in (*NB_SETTINGS, *metric) if any(r.get(c) is not None for r in rows)]
@@ -111,8 +118,10 @@ def show(store: Store, fmt: str = "table", collective: str | None = None,
             "table"))
     legend = "; ".join(f"{_name(s, f)}: {columns.STATISTICS[s]} of {f}"
                        for s, f in POOLED[:4])
-    note = oversubscribed(store, rows)
-    return (f"# {legend} (docs/statistics.md)\n" + (f"# NOTE: {note}\n" if note else "")
+    notes = [n for n in (oversubscribed(store, rows),
+                         f"{', '.join(hidden)}: {NOT_MODELLED_NOTE}, left empty in "
+                         f"{len(simulated)} simulated rows" if simulated else None) if n]
+    return (f"# {legend} (docs/statistics.md)\n" + "".join(f"# NOTE: {n}\n" for n in notes)
             + "\n" + "\n\n".join(blocks))
 
 
