@@ -120,12 +120,14 @@ def run_kernel(kernel: KernelBinary, tmp_path: Path) -> RunKernel:
 
 
 # --- the test run itself ---------------------------------------------------------------------
-# `make test` runs `pytest -n 2 --dist loadgroup` (then the `alone` tests by themselves).
+# `make test` runs `pytest -n 2 --dist loadgroup -m 'not alone'`, then the `alone` tests by
+# themselves (timing comparisons, real Slurm daemons).
 # Tests that bring up emulated hosts or Slurm daemons share one xdist worker, so those
 # clusters are not made twice at once; the tests of a module with a module-, class- or
 # session-scoped fixture of its own (a campaign measured once, a report built once) share
 # one worker too, so that work is not done once per worker.
-CLUSTER_FIXTURES = frozenset({"hosts", "slurm_cluster", "slurm"})
+SLURM_FIXTURES = frozenset({"slurm_cluster", "slurm"})
+CLUSTER_FIXTURES = frozenset({"hosts", *SLURM_FIXTURES})
 
 
 def _shares_module_work(item: pytest.Item) -> bool:
@@ -136,10 +138,15 @@ def _shares_module_work(item: pytest.Item) -> bool:
         for defs in info.name2fixturedefs.values() for d in defs)
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())) or \
-                item.get_closest_marker("slurm"):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if SLURM_FIXTURES & fixtures or item.get_closest_marker("slurm"):
+            # real daemons, real time limits and job state polling: a second worker's
+            # load turns their timeouts into failures, so they run with the `alone` tests
+            item.add_marker(pytest.mark.alone)
+        if CLUSTER_FIXTURES & fixtures or item.get_closest_marker("slurm"):
             item.add_marker(pytest.mark.xdist_group("cluster"))
         elif _shares_module_work(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
