@@ -7,8 +7,9 @@ platform's terms.
 2. `collbench model predict --platform orfeo-epyc --openmpi 4.1` (the real runs' series)
    at bench_orfeo_epyc's points: bcast and scatter, 4 algorithms each, 8/32/128/256 ranks,
    8 sizes, `--map-by core`, 2 nodes × 128; the same on copies of the platform without its
-   [memory] table and without its per-message overheads; and `model p2p` + `model
-   predict FIT.p2p.toml` (the ping-pong fit, `--sockets 32 --cores-per-socket 4`);
+   [memory] table, without its per-message overheads and without its load term; and
+   `model p2p` + `model predict FIT.p2p.toml` (the ping-pong fit, `--sockets 32
+   --cores-per-socket 4`);
 3. `collbench compare REAL --against MODEL --format json`: median / p95 |error| per size
    band, same-best share and the regret of the predicted choice.
 
@@ -77,6 +78,9 @@ def main() -> str:
                 "--platform", str(without(work, "no-overheads", ("send_overhead_us",
                                                                "recv_overhead_us",
                                                                "overhead_per_size"))),
+                "--openmpi", "4.1"),
+            "platform without the load term": (
+                "--platform", str(without(work, "no-load", ("load_latency_us",))),
                 "--openmpi", "4.1"),
             "`--platform orfeo-epyc` (every term)": ("--platform", "orfeo-epyc",
                                                      "--openmpi", "4.1"),

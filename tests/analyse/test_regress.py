@@ -86,6 +86,9 @@ def test_exit_status_and_table(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "1 regressions of 6 matched points" in out and "median_avg_us" in out
     assert "default" in out and "regression" in out
+    assert main(["regress", str(old), str(new), "--threshold", "10%", "--format", "csv"]) == 1
+    head, row = capsys.readouterr().out.splitlines()  # a CSV has no heading: rows name it
+    assert head.endswith(",verdict,statistic") and row.endswith(",median_avg_us")
     assert main(["regress", str(old), str(old / ".." / "old2")]) == 2  # no such folder
     capsys.readouterr()
     same = folder(tmp_path / "same")

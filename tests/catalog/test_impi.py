@@ -167,3 +167,18 @@ def test_the_catalogue_is_impi_info_s_ranges_and_other_ids_are_refused(
     rows = json.loads(capsys.readouterr().out)
     assert [r["algorithm"] for r in rows] == ["default", *(f"preset{i}"
                                                           for i in range(1, high + 1))]
+
+
+@pytest.mark.slow
+def test_each_version_s_catalogue_refuses_the_ids_it_lacks(prefix: Path) -> None:
+    """Two versions, two catalogues, each from its own impi_info: an id that 2021.18.1
+    added is a preset there and refused, in one line, by 2021.17.2."""
+    old, new = (load_catalog(find_mpi(p)) for p in (private_mpi("impi17"), prefix))
+    added = [(c, a.id) for c in COLLECTIVES for a in new.of(c)
+             if a.id is not None and a.id not in {b.id for b in old.of(c)}]
+    assert added  # 2021.18.1 has more alltoall presets than 2021.17.2 (14 to 18)
+    for coll, ident in added:
+        assert new.resolve(coll, ident, "x").name == f"preset{ident}"
+        with pytest.raises(UserError) as e:
+            old.resolve(coll, ident, "s.toml: measure.algorithms[0]")
+        assert "\n" not in str(e.value) and "impi 2021.17.2; valid: default" in str(e.value)

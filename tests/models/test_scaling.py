@@ -75,3 +75,17 @@ def test_errors() -> None:
         fit_scaling([0, 4, 8], [1.0, 2.0, 3.0])
     with pytest.raises(UserError, match="distinct"):
         fit_scaling([2, 2, 4, 4], [1.0, 1.1, 2.0, 2.1])
+
+
+@pytest.mark.filterwarnings("error")
+def test_exact_fits_tie_and_say_nothing() -> None:
+    """Data a form passes through exactly (the fake backend's): no log(0) warning, and the
+    forms that also pass through it tie with it, so the simplest wins, not rounding noise."""
+    flat = fit_scaling(P, np.full(len(P), 3.0))
+    assert flat.best.name == "constant" and np.isfinite(flat.best.aic)
+    line = fit_scaling(P, 1 + 0.25 * P)
+    assert line.best.name == "linear"
+    exact = [f for f in line.fits if f.loo_median_abs_pct < 1e-6]
+    # linear, and forms holding it (quadratic, x + ...): AICc apart by their parameters only
+    assert len(exact) > 1 and len({round(f.aicc - 2 * f.params, 6) for f in exact
+                                   if f.params == 3}) == 1

@@ -51,7 +51,8 @@ def test_builtin_is_what_its_recipe_writes(tmp_path: Path, name: str) -> None:
 
 
 def _same_levels(written: Cluster, name: str) -> None:
-    """`written` has the built-in `name`'s shape, levels, factors, overheads and sharing."""
+    """`written` has the built-in `name`'s shape, levels, factors, overheads, load term and
+    sharing."""
     builtin, _, _ = load_cluster(name)
     assert (written.nodes, written.sockets_per_node, written.cores_per_socket) == \
         (builtin.nodes, builtin.sockets_per_node, builtin.cores_per_socket)
@@ -65,6 +66,9 @@ def _same_levels(written: Cluster, name: str) -> None:
         assert w.bandwidth_mbs == pytest.approx(b.bandwidth_mbs, rel=1e-5), level
         assert (w.send_overhead_us, w.recv_overhead_us) == \
             pytest.approx((b.send_overhead_us, b.recv_overhead_us), rel=1e-5), level
+        assert [c for c, _ in w.load_latency_us] == [c for c, _ in b.load_latency_us], level
+        assert [us for _, us in w.load_latency_us] == \
+            pytest.approx([us for _, us in b.load_latency_us], rel=1e-4, abs=1e-6), level
         for mine, theirs in ((w.lat_factor, b.lat_factor), (w.bw_factor, b.bw_factor)):
             assert [s for s, _ in mine] == [s for s, _ in theirs]
             assert [f for _, f in mine] == pytest.approx([f for _, f in theirs], rel=1e-5)

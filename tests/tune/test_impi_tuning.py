@@ -154,8 +154,8 @@ def test_intel_mpi_runs_the_preset_the_written_file_names(tmp_path: Path) -> Non
     mpirun = shutil.which("mpirun", path=str(bindir))
     assert mpirun is not None
 
-    def run(size: int, tuned: bool) -> str:
-        extra = [a for k, v in impi.proof_env(out) for a in ("-genv", k, v)] if tuned else \
+    def run(size: int, tuned: bool, path: Path = out) -> str:
+        extra = [a for k, v in impi.proof_env(path) for a in ("-genv", k, v)] if tuned else \
             ["-genv", catalog_impi.FALLBACK_VAR, "1"]
         p = subprocess.run([mpirun, "-np", "2", "-genv", "I_MPI_FABRICS", "shm:ofi", *extra,
                             str(tmp_path / "b"), str(size)], env=env, capture_output=True,
@@ -166,6 +166,22 @@ def test_intel_mpi_runs_the_preset_the_written_file_names(tmp_path: Path) -> Non
     above = run(THRESHOLD, tuned=True)
     assert "bcast done" not in above and "BCAST: algo #12 has fallback" in above
     assert "bcast done" in run(THRESHOLD, tuned=False)
+
+    # rules check's "never reached" is Intel MPI's own reading: keys in file order, the first
+    # at least the call's bytes wins, so a 16 B call takes 1000's preset1, never 100's
+    # preset12; with 100 first, the same call takes preset12 and the fallback check aborts
+    def keys(*pairs: tuple[int, int]) -> dict[str, object]:
+        return {"coll=Bcast": {"ppn=-1": {"comm_size=-1": {"comm_id=-1": {
+            f"msg_size={k}": {f"BCAST={v}": {}} for k, v in pairs}}}}}
+
+    shadowed, first = tmp_path / "shadowed.json", tmp_path / "first.json"
+    shadowed.write_text(json.dumps(keys((1000, 1), (100, 12), (-1, 1))))
+    first.write_text(json.dumps(keys((100, 12), (1000, 1), (-1, 1))))
+    said = [p.message for p in impi_check.read(shadowed.read_bytes(), CATALOG).problems]
+    assert len(said) == 1 and "msg_size=100: never reached" in said[0], said
+    assert impi_check.read(first.read_bytes(), CATALOG).ok
+    assert "bcast done" in run(16, tuned=True, path=shadowed)
+    assert "BCAST: algo #12 has fallback" in run(16, tuned=True, path=first)
 
     # tune validate --impi: both arms measured, paired per size, every point switched
     runnable = tmp_path / "runnable.json"

@@ -45,6 +45,10 @@ def test_a_rule_is_proven_by_the_forced_preset_s_functions_and_only_where_they_d
     failed = judge(point(12), a, None, b, "bcast preset12 cannot run here")
     assert failed.ok is False and "preset12 cannot run" in failed.detail
     assert judge(point(3), None, b, a).ok is False  # nothing traced proves nothing
+    # the file's run and the forced preset's both ran functions impitrace does not watch
+    assert judge(point(3), None, None, a).ok is None
+    # a forced preset that cannot run: its reason, also where the file's run fell back unseen
+    assert "cannot run" in judge(point(3), None, None, a, "preset3 cannot run here").detail
 
 
 @settings(max_examples=200, deadline=None)
@@ -58,13 +62,17 @@ def test_the_trace_reader_takes_any_bytes(data: bytes) -> None:
 @pytest.mark.mpi
 def test_intel_mpi_runs_each_rule_of_the_file(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    """One verify (4 traced launches): preset3's rules run its functions, not the default's;
-    preset 0 runs the default's; preset12 cannot run here, and verify says so (exit 1)."""
+    """One verify (5 traced launches): preset3's rules run its functions, not the default's;
+    preset 0 runs the default's; preset12 cannot run here, and verify says so (exit 1);
+    allreduce's Reduce + Bcast preset runs the bcast the file names."""
     from tests.backend_support import private_mpi
 
     private_mpi("impi")  # skips where the test MPIs are not installed
     path = tmp_path / "tuned.json"
-    path.write_text(json.dumps(FILE))
+    # allreduce preset 3 is Reduce + Bcast: its bcast follows the file's bcast rule (preset3
+    # at 1 B) in the file's run and, with the file loaded, in the forced run too
+    path.write_text(json.dumps({**FILE, "coll=Allreduce": {"ppn=-1": {"comm_size=-1": {
+        "comm_id=-1": {"msg_size=-1": {"ALLREDUCE=3": {}}}}}}}))
     keep = tmp_path / "keep"
     assert main(["rules", "verify", "--impi", str(path), "-n", "2", "--mpi",
                  "impi==2021.18.1", "--keep", str(keep)]) == 1
@@ -82,6 +90,9 @@ def test_intel_mpi_runs_each_rule_of_the_file(tmp_path: Path,
         assert rows[size].rstrip().endswith(" yes") or \
             rows[size].endswith("NO   preset 0 should run what Intel MPI runs without the file")
     assert " NO " in rows[65536] and "preset12 cannot run here" in rows[65536], out
+    composite = next(line for line in out.splitlines() if line.startswith("allreduce "))
+    assert "Bcast_intra_scatter_ring_allgather" in composite  # the file's bcast, inside
+    assert " yes" in composite, out
     assert "MISMATCH:" in out
     assert {p.name for p in keep.glob("*.trace.*")} >= {
         f"np2-{arm}.trace.{r}" for arm in ("file", "default", "bcast-preset3") for r in (0, 1)}

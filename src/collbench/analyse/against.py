@@ -193,13 +193,13 @@ def predicted_points(store: Store, model: P2PModel, stat: str = "avg",
                 key = Key(r.collective, r.label, 2, r.mapping or "", r.size_bytes)
                 out[key] = _bounded(model.time_us(level, r.size_bytes), key, where)
             continue
-        if r.segsize or r.fanout or not modelled(r.collective, r.algorithm):
+        if not modelled(r.collective, r.algorithm):
             skipped.add(f"{r.collective}/{r.label}")
             continue
         topo = topology(r.nprocs, r.nodes, r.ppn, r.mapping, shape, str(store.root))
-        try:
+        try:  # a forced segment size or fanout is the schedule's own parameter
             avg, lo, hi = predict_point(model, topo, r.collective, r.algorithm, r.size_bytes,
-                                        net=net)
+                                        segsize=r.segsize, fanout=r.fanout, net=net)
         except UserError as e:
             if "level" in str(e):
                 raise

@@ -16,6 +16,7 @@ from collbench.errors import UserError
 if TYPE_CHECKING:
     from collbench.analyse.mpidiff import Traced
     from collbench.catalog.mpi_install import MpiSpec
+    from collbench.store import Store
 
 
 def _count_list(text: str, what: str, bound: int) -> tuple[int, ...]:
@@ -81,18 +82,33 @@ def add_parser(sub: options.Subparsers) -> None:
 IMPI_NPROCS = (2,)  # Intel MPI's defaults are traced on this machine: the ranks it holds
 
 
-def _traced(spec: MpiSpec, collectives: Sequence[str] | None,
-            sizes: Sequence[int]) -> Traced:
+def _traced(spec: MpiSpec, collectives: Sequence[str], sizes: Sequence[int]) -> Traced:
     from collbench.catalog.mpi import find_mpi
     from collbench.catalog.mpi_install import prefix_of
-    from collbench.tune.impi_decisions import TRACED, TracedDefaults
+    from collbench.tune.impi_decisions import TracedDefaults
 
     prefix = prefix_of(spec)
     if not (prefix / "bin").is_dir():
         raise UserError(f"{spec.requirement}: not installed ({prefix}); its defaults are "
                         "traced by running it; valid: install it first with collbench mpi "
                         f"install {spec.requirement}")
-    return TracedDefaults(find_mpi(prefix), collectives or TRACED, sizes)
+    return TracedDefaults(find_mpi(prefix), collectives, sizes)
+
+
+def _measured_points(store: Store | None, specs: Sequence[MpiSpec]
+                     ) -> tuple[set[str], set[int]]:
+    """Collectives and sizes of the default rows of A and B in the folder: Intel MPI's
+    defaults are traced there too, so that a measured point's switch is known, not ''."""
+    if store is None:
+        return set(), set()
+    from collbench.analyse.dimensions import mpi_label
+    from collbench.analyse.rows import fetch
+    from collbench.catalog.algorithms import DEFAULT
+
+    keys = {s.key for s in specs}
+    rows = [r for r in fetch(store, None, None)
+            if r["algorithm"] == DEFAULT and mpi_label(r) in keys]
+    return {str(r["collective"]) for r in rows}, {int(r["size_bytes"]) for r in rows}
 
 
 def cmd_diff_mpi(args: argparse.Namespace) -> int:
@@ -103,29 +119,44 @@ def cmd_diff_mpi(args: argparse.Namespace) -> int:
     sa, sb = mpidiff.check_pair(args.a, args.b)
     sizes = args.sizes or mpidiff.DEFAULT_SIZES
     nprocs = args.nprocs or mpidiff.DEFAULT_NPROCS
+    store = None
+    if args.results is not None:  # a bad folder is refused before any traced run
+        from collbench.store import open_results
+
+        store = open_results(args.results)
     if sa.implementation == "impi":  # traced: a run per version and process count
+        from collbench.tune.impi_decisions import TRACED
+
         nprocs = args.nprocs or IMPI_NPROCS
-        da, db = (mpidiff.Decider(s, args.nodes, _traced(s, args.collective, sizes))
+        colls, measured_sizes = _measured_points(store, (sa, sb))
+        traced_colls = sorted({*(args.collective or TRACED), *colls})
+        traced_sizes = sorted({*sizes, *measured_sizes})
+        da, db = (mpidiff.Decider(s, args.nodes, _traced(s, traced_colls, traced_sizes))
                   for s in (sa, sb))
     else:
         da, db = mpidiff.Decider(sa, args.nodes), mpidiff.Decider(sb, args.nodes)
     changes = mpidiff.decision_changes(da, db, args.collective, nprocs, sizes)
     table = mpidiff.change_rows(changes, args.a, args.b)
     measured: list[mpidiff.PointChange] = []
-    if args.results is not None:
-        from collbench.store import open_results
-
-        measured = mpidiff.measured_changes(open_results(args.results), sa, sb, args.stat,
-                                            args.confidence, (da, db))
+    if store is not None:
+        measured = mpidiff.measured_changes(store, sa, sb, args.stat, args.confidence,
+                                            (da, db))
     mrows = mpidiff.measured_rows(measured, args.everything)
+    from collbench.points import STATS
+
+    figure = STATS.get(args.stat, f"{args.stat}_us")  # as regress names it
     if args.format == "json":
         text = json.dumps({"a": args.a, "b": args.b, "nodes": args.nodes,
                            "decisions": [asdict(c) for c in changes],
+                           **({"figure": figure, "value": f"median_{figure}",
+                               "confidence": args.confidence} if store is not None else {}),
                            "measured": [dict(asdict(c), verdict=c.verdict)
                                         for c in measured]}, indent=1)
     elif args.format == "csv":
+        named = [{**m, "statistic": f"median_{figure}"} for m in mrows]  # no heading in CSV
         text = csv_table(table, mpidiff.COLUMNS) + (
-            "\n" + csv_table(mrows, mpidiff.MEASURED_COLUMNS) if args.results else "")
+            "\n" + csv_table(named, (*mpidiff.MEASURED_COLUMNS, "statistic"))
+            if args.results else "")
     else:
         md = args.format == "markdown"
         mark = "" if md else "# "

@@ -61,9 +61,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--map-by", metavar="LIST", help="mappings, comma-separated (core, ...)")
     g.add_argument("--bind-to", metavar="LIST", help="bindings, comma-separated (core, ...)")
     g.add_argument("-i", "--iterations", type=options.count(0, options.MAX_COUNT), metavar="N",
-                   help="timed iterations per point (default: OSU's, 1000/100)")
+                   help="timed iterations per point (default: OSU's, 1000/100; 1 under "
+                        "SimGrid, which repeats exactly)")
     g.add_argument("-x", "--warmup", type=options.count(0, options.MAX_COUNT), metavar="N",
-                   help="warm-up iterations per point (default: OSU's, 100/10)")
+                   help="warm-up iterations per point (default: OSU's, 100/10; 1 under "
+                        "SimGrid)")
     g.add_argument("--repetitions", type=options.count(1, options.MAX_COUNT), metavar="N",
                    help="launches per configuration (default 1)")
     g.add_argument("--validate", action="store_true", default=None,

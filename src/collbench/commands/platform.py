@@ -94,6 +94,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.force and args.out != args.base:
         raise UserError(f"{args.out}: already exists; add --force to overwrite it")
     results_folder.check(args, "platform calibrate")
+    if args.load_barrier:  # a typo is one line before any simulation
+        from collbench.platforms.load import parse_barrier
+        parse_barrier(args.load_barrier)
     measured, notes = (_p2p_points(args.results) if args.results.is_file()
                        else pingpong_medians(args.results))
     overheads = _p2p_overheads(args.overheads or (args.results if args.results.is_file()
@@ -132,6 +135,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     # every simulation is a campaign, kept under --simulations DIR (or a temporary folder)
     with results_folder.root(args, "collbench-calibrate-") as root:
         result, table = _calibrated(args, measured, base, overheads, root, per_size)
+        if args.load_barrier:
+            result.cluster = _loaded(args, result.cluster, root, notes)
     if table:
         print(table)
     header = (f"# {result.cluster.name}: calibrated by `collbench platform calibrate` from "
@@ -155,6 +160,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: simulated ping-pong within {result.max_error_pct():.2f} % of "
           "the measured one at every size")
     return 0
+
+
+def _loaded(args: argparse.Namespace, cluster: Cluster, root: Path,
+            notes: list[str]) -> Cluster:
+    """`cluster` with the load term fitted to --load-barrier (after the ping-pong fit: the
+    ping-pong keeps two cores busy, where the term is 0)."""
+    from collbench.catalog.mpi import find_mpi
+    from collbench.commands.simulated_barrier import BarrierSimulations
+    from collbench.platforms.load import fit_load, parse_barrier
+
+    barrier = parse_barrier(args.load_barrier)
+    loaded, _ = fit_load(cluster, barrier,
+                         BarrierSimulations(root, find_mpi(), args.resume), notes)
+    return loaded.model_copy(update={"calibration": {
+        **cluster.calibration, "load_barrier_min_us": [f"{n}={us:g}" for n, us in
+                                                       sorted(barrier.items())]}})
 
 
 def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> Cluster:
@@ -330,13 +351,20 @@ def add_parser(sub: options.Subparsers) -> None:
                         "all traffic entering it): osu_mbw_mr with every core of a socket "
                         "sending off it, or the processor's fabric bandwidth; 0 = no limit "
                         "([memory] socket_bandwidth_mbs; default: the --from description's)")
+    s.add_argument("--load-barrier", action="append", metavar="NPROCS=US",
+                   help="a barrier's min_us (OSU: the fastest rank's mean) at NPROCS ranks "
+                        "--map-by core on the machine, repeated for a few counts: fits the "
+                        "inter_socket latency a message gains when that many cores of a "
+                        "node are busy (load_latency_us; each fit simulates the barrier; "
+                        "docs/simgrid.md)")
     s.add_argument("--collectives", type=Path, metavar="RESULTS",
                    help="a results folder of collectives measured on the machine: the "
                         "per-message overheads are chosen so that simulating them comes "
                         "closest (a few candidates, each simulated; docs/simgrid.md)")
     results_folder.add_options(s, "--simulations", "the simulations' campaigns (pingpong-N "
-                               "per ping-pong simulated; with --collectives, candidate-N/ "
-                               "holding those and collectives)")
+                               "per ping-pong simulated, barrier-N per barrier with "
+                               "--load-barrier; with --collectives, candidate-N/ holding "
+                               "those and collectives)")
     s.add_argument("--force", action="store_true", help="overwrite an existing file")
     s.set_defaults(func=cmd_calibrate)
 

@@ -78,8 +78,9 @@ def cmd_regress(args: argparse.Namespace) -> int:
     table = rows(r, args.everything)
     if args.format == "json":
         text = json.dumps(r.to_json(), indent=1)
-    elif args.format == "csv":
-        text = csv_table(table, COLUMNS)
+    elif args.format == "csv":  # no heading line in a CSV: each row names the statistic
+        text = csv_table([{**t, "statistic": f"median_{r.figure}"} for t in table],
+                         (*COLUMNS, "statistic"))
     else:
         head = ("" if args.format == "markdown" else "# ") + summary(r)
         body = (text_or_markdown_table(table, COLUMNS, args.format == "markdown")

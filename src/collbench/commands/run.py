@@ -134,7 +134,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                         "(except with --dry-run)")
     if quick and args.repetitions is None:  # the same number again on --resume
         args.repetitions = oneliner.repetitions_needed(_plan_once(args))
-        print(f"collbench: {args.repetitions} repetitions (launches), the fewest that let "
+        print("collbench: 1 repetition (launch): a simulation repeats to the last digit"
+              if args.repetitions == 1 else
+              f"collbench: {args.repetitions} repetitions (launches), the fewest that let "
               "the table test significance; --repetitions 1 for a first look",
               file=sys.stderr)
     if args.output is None:  # only once the options are known to be good

@@ -32,7 +32,7 @@ to measurements (Nuriyev & Lastovetsky's fitted mode).
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
@@ -145,7 +145,8 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
 
     A platform's model (models.platform) adds what its parameters say: each message's
     overheads, o_s on its sender before it leaves and o_r on its receiver after it arrives;
-    the [memory] sharing: unless the receiver copies, one sender's rendezvous transfers
+    the latency its level gains by the ranks on the sender's node (load_latency_us); the
+    [memory] sharing: unless the receiver copies, one sender's rendezvous transfers
     queue on its port (their bandwidth parts one after another), and every transfer leaving
     a socket, and every one entering it, takes its bytes / the socket's bandwidth of that
     socket's capacity (reserved in the order the transfers are costed)."""
@@ -155,7 +156,8 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                         "valid: the same nprocs")
     gamma = model.gamma_us_per_byte
     level_index = {lvl: i for i, lvl in enumerate(LEVELS)}
-    cost_cache: dict[tuple[str, int], tuple[float, tuple[float, ...]]] = {}
+    cost_cache: dict[tuple[str, int, int], tuple[float, tuple[float, ...]]] = {}
+    busy_on = Counter(topology.place(r).node for r in range(p))  # for a load term
     sharing = model.sharing or Sharing()
     queue_rdv = model.sharing is not None and overlap and not matched \
         and not sharing.receiver_copies
@@ -189,10 +191,11 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
 
     def cost(src: int, dst: int, nbytes: int) -> tuple[float, tuple[float, ...]]:
         lvl = topology.level(src, dst)
-        key = (lvl, nbytes)
+        busy = busy_on[topology.place(src).node]
+        key = (lvl, nbytes, busy)
         if key not in cost_cache:
             lm = model.level(lvl)
-            a = lm.alpha_us(nbytes)
+            a = lm.alpha_us(nbytes) + lm.load_us(busy)
             bw = lm.bandwidth_part_us(nbytes)
             d = [0.0] * _N
             i = level_index[lvl]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -159,12 +159,13 @@ def simulate_shared(progs: Program, topology: Topology, model: P2PModel,
     now = 0.0
     mark = list(marks) if marks is not None else [0] * p
     started: list[_Val | None] = [None] * p
+    busy_on = Counter(topology.place(r).node for r in range(p))  # for a load term
 
     def flow_of(src: int, dst: int, nbytes: int, start: _Val, rdv: bool, k: int) -> _Flow:
         level = topology.level(src, dst)
         lm = model.level(level)
         route = links(topology, src, dst)
-        alpha = lm.alpha_us(nbytes)
+        alpha = lm.alpha_us(nbytes) + lm.load_us(busy_on[topology.place(src).node])
         bound = lm.regime(nbytes).beta_bytes_per_s * 1e-6
         penalty = alpha * 1e-6 + weight_s * sum(1e-6 / cap[ln[0]] for ln in route)
         if level == "socket":  # the bus: not shared, but on the route

@@ -94,12 +94,20 @@ class Overheads(Protocol):
     def overhead_at(self, size: int) -> tuple[float, float]: ...
 
 
+class Load(Protocol):
+    """Latency a message gains by the busy cores of its sender's node: a platform level
+    (platforms.model.Level, load_latency_us) has it."""
+
+    def load_at(self, busy: int) -> float: ...
+
+
 @dataclass(frozen=True)
 class LevelModel:
     """The p2p model of one placement level: regimes sorted by from_bytes (first at 0),
     optionally its LogGP parameters (not used by the Hockney costing), and optionally the
     per-message overheads (o_s, o_r) by size that a platform charges on the sender's and
-    the receiver's CPU beside the regimes' network time (models.platform)."""
+    the receiver's CPU beside the regimes' network time, and the latency its messages gain
+    when many cores of a node are busy (models.platform)."""
 
     level: str
     regimes: tuple[Regime, ...]
@@ -108,6 +116,12 @@ class LevelModel:
     bic: float | None = None
     loggp: LogGP | None = None
     overheads: Overheads | None = None
+    load: Load | None = None
+
+    def load_us(self, busy: int) -> float:
+        """Extra latency (µs) of a message when `busy` cores of its sender's node run a
+        rank (0 without a load term)."""
+        return 0.0 if self.load is None else self.load.load_at(busy)
 
     def overhead_us(self, nbytes: int) -> tuple[float, float]:
         """(o_s, o_r) in µs of one message of `nbytes` (0, 0 without overheads)."""

@@ -11,6 +11,8 @@ level (intra_socket -> core, inter_socket -> socket, inter_node -> node):
   Level.overhead_at: the sender spends o_s before a message leaves, the receiver o_r after
   it arrives (what the loader's SMPI cost callbacks charge); with them, a ping-pong is
   o_s + t(m) + o_r, the measured one-way time the platform was calibrated to;
+- load_latency_us: the latency a message gains when that many cores of its sender's node
+  run a rank (the loader's latency callback; a ping-pong's two cores gain nothing);
 - [memory]: whether the receiver makes a rendezvous copy (one sender's transfers do not
   queue on its port) and the bandwidth every transfer leaving, or entering, a socket shares
   (models.Sharing).
@@ -46,7 +48,8 @@ def level_model(name: str, level: Level) -> LevelModel:
     regimes = tuple(Regime(s, level.latency_us * _at(level.lat_factor, s),
                            level.bandwidth_mbs * 1e6 * _at(level.bw_factor, s))
                     for s in starts)
-    return LevelModel(name, regimes, overheads=level if level.overheads() else None)
+    return LevelModel(name, regimes, overheads=level if level.overheads() else None,
+                      load=level if level.load_latency_us else None)
 
 
 def from_cluster(cluster: Cluster, source: str = "") -> tuple[P2PModel, Shape]:

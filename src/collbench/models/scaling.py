@@ -114,10 +114,20 @@ def _design(x: np.ndarray, terms: Sequence[Term]) -> np.ndarray:
     return np.column_stack([np.ones_like(x), *[t(x) for t in terms]])
 
 
-def _aic(ssr: float, n: int, k: int) -> float:
+# A residual below a millionth of the value it fits is no better than none: times are
+# stored to a few digits. Floored there, forms that all pass through the points tie (the
+# simplest wins) instead of ranking by rounding noise, and an exact fit's log(0) is avoided.
+RESOLUTION: Final = 1e-6
+
+
+def _ssr_floor(y: np.ndarray, w: np.ndarray) -> float:
+    return float(np.sum(w * y * y)) * RESOLUTION ** 2
+
+
+def _aic(ssr: float, n: int, k: int, floor: float = 0.0) -> float:
     # statsmodels' OLS AIC: -2·llf + 2k with the Gaussian profile likelihood (the weights'
     # own term is the same for every form, so it is left out when ranking)
-    llf = -n / 2.0 * (math.log(2 * math.pi) + math.log(max(ssr, 1e-300) / n) + 1)
+    llf = -n / 2.0 * (math.log(2 * math.pi) + math.log(max(ssr, floor, 1e-300) / n) + 1)
     return -2 * llf + 2 * k
 
 
@@ -149,12 +159,14 @@ def _fit(name: str, x: np.ndarray, y: np.ndarray, w: np.ndarray,
     res = sm.WLS(y, _design(x, terms), weights=w).fit()
     ci = res.conf_int(alpha=0.05)
     med, p95 = _loo(x, y, w, terms)
-    adj = float(res.rsquared_adj) if terms else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):  # constant y: R² is 0/0
+        adj = float(res.rsquared_adj) if terms else 0.0
     k = len(terms) + 1
+    # statsmodels' WLS AIC (its llf adds Σ log(w) / 2), with the SSR floored as in _aic
+    aic = _aic(float(res.ssr), len(x), k, _ssr_floor(y, w)) - float(np.sum(np.log(w)))
     return ScalingFit(name, tuple(terms), tuple(float(c) for c in res.params),
                       tuple((float(lo), float(hi)) for lo, hi in ci),
-                      adj if math.isfinite(adj) else 0.0, float(res.aic),
-                      _aicc(float(res.aic), len(x), k), med, p95)
+                      adj if math.isfinite(adj) else 0.0, aic, _aicc(aic, len(x), k), med, p95)
 
 
 ArrayLike = Sequence[float] | np.ndarray
@@ -207,7 +219,7 @@ def fit_scaling(x: ArrayLike, y: ArrayLike, *, what: str = "P",
     if weights not in ("relative", "none"):
         raise UserError(f"scaling: weights {weights!r} is not valid; valid: relative, none")
     w = 1.0 / (ya * ya) if weights == "relative" else np.ones_like(ya)
-    n = len(xa)
+    n, floor = len(xa), _ssr_floor(ya, w)
     fits: list[ScalingFit] = []
     seen: set[tuple[Term, ...]] = set()
     for name, terms in NAMED.items():
@@ -227,7 +239,7 @@ def fit_scaling(x: ArrayLike, y: ArrayLike, *, what: str = "P",
                 continue
             ssr = float(np.sum(w * (ya - design @ coef) ** 2))
             k = len(terms) + 1
-            screened.append((_aicc(_aic(ssr, n, k), n, k), terms))
+            screened.append((_aicc(_aic(ssr, n, k, floor), n, k), terms))
         screened.sort(key=lambda s: s[0])
         for _, terms in screened[:SCREEN_KEEP]:
             fits.append(_fit("pmnf: " + " + ".join(t.name for t in terms), xa, ya, w, terms))

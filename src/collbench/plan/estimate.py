@@ -33,6 +33,11 @@ SIM_STARTUP_S: Final = 0.15  # smpirun, the platform, the kernel's set-up
 SIM_RANK2_S: Final = 7e-5
 SIM_MESSAGE_S: Final = 50e-6  # per simulated message of an iteration
 SIM_SEGMENT: Final = 32 << 10  # bytes per segment when the point leaves it to the MPI
+# SimGrid re-solves the bandwidth sharing of every message in flight whenever one starts or
+# ends, so a schedule that posts them all at once costs more per message: beyond this many,
+# in proportion (fitted on SMPI's iallgather and ialltoall at 48 ranks, P(P-1) = 2,256 at
+# once: 244 s and 140 s for 84 calls each under load, 1.43 and 0.82 × this estimate).
+SIM_IN_FLIGHT: Final = 128
 
 
 class LaunchLike(Protocol):
@@ -83,7 +88,7 @@ def point_seconds(point: PointLike, nprocs: int, simulated: bool) -> float:
     """Modelled wall time of one point (without the launch's start-up)."""
     if not simulated:
         return POINT_OVERHEAD_S + point.work_seconds(nprocs)
-    return (point.iterations + point.warmup) * sim_loops(point) * messages(point, nprocs) \
+    return (point.iterations + point.warmup) * sim_loops(point) * weighted(point, nprocs) \
         * SIM_MESSAGE_S
 
 
@@ -96,7 +101,8 @@ def sim_loops(point: PointLike) -> int:
 def messages(point: PointLike, nprocs: int) -> int:
     """Messages one iteration sends: the collective's (by its shape: a tree or a pipeline
     for the rooted ones, a log-step exchange for the all-to-some, P² for all-to-all), each
-    large one cut in segments, plus OSU's barrier between iterations."""
+    large one cut in segments, plus OSU's barrier between iterations. Non-blocking ones are
+    SMPI's linear schedules, unsegmented."""
     p = max(nprocs, 2)
     steps = math.ceil(math.log2(p))
     coll = COLLECTIVES.get(point.collective)
@@ -105,6 +111,8 @@ def messages(point: PointLike, nprocs: int) -> int:
     segment = point.segsize or SIM_SEGMENT
     segments = max(1, math.ceil(point.size_bytes / segment))
     barrier = p * steps
+    if coll.nonblocking:  # SMPI's own schedules (smpi_nbc_impl.cpp): linear, one message each
+        return _smpi_nonblocking(point.collective, p) + barrier
     if coll.kind is Kind.SYNC:
         return barrier
     name = point.collective.removeprefix("i")
@@ -115,6 +123,30 @@ def messages(point: PointLike, nprocs: int) -> int:
     return p * steps * segments + barrier  # allreduce, allgather, ...: log-step exchanges
 
 
+def weighted(point: PointLike, nprocs: int) -> float:
+    """messages(), those of a non-blocking call (all posted at once) counted
+    in-flight / SIM_IN_FLIGHT times each when more than SIM_IN_FLIGHT are in flight."""
+    coll = COLLECTIVES.get(point.collective)
+    if coll is None or not coll.nonblocking:
+        return messages(point, nprocs)
+    p = max(nprocs, 2)
+    at_once = _smpi_nonblocking(point.collective, p)
+    return messages(point, nprocs) + at_once * (max(1.0, at_once / SIM_IN_FLIGHT) - 1)
+
+
+def _smpi_nonblocking(collective: str, p: int) -> int:
+    """Messages of one call of SMPI's non-blocking collective: the rooted ones a star from
+    or to the root, ibarrier a star both ways, the scans every pair once, the others every
+    ordered pair (iallgather, ialltoall, iallreduce, ireduce_scatter post all at once)."""
+    if collective == "ibarrier":
+        return 2 * (p - 1)
+    if COLLECTIVES[collective].kind is Kind.ROOTED or collective == "ireduce":
+        return p - 1
+    if collective in ("iscan", "iexscan"):
+        return p * (p - 1) // 2
+    return p * (p - 1)
+
+
 def describe(launches: Sequence[LaunchLike], simulated: bool) -> str:
     """How the estimate was made, with its terms, for `plan`: what the total is made of
     (the sum of launch_seconds over the launches, plus CAMPAIGN_S)."""
@@ -123,12 +155,17 @@ def describe(launches: Sequence[LaunchLike], simulated: bool) -> str:
     if simulated:
         sent = sum((p.iterations + p.warmup) * messages(p, la.nprocs) * sim_loops(p)
                    for la in launches for p in la.points)
+        heavy = sum((p.iterations + p.warmup) * weighted(p, la.nprocs) * sim_loops(p)
+                    for la in launches for p in la.points)
+        crowd = "" if heavy == sent else (
+            f"; {heavy:,.0f} weighted: over {SIM_IN_FLIGHT} in flight at once, each costs "
+            f"in-flight/{SIM_IN_FLIGHT}")
         start = sum(SIM_STARTUP_S + SIM_RANK2_S * la.nprocs**2 for la in launches)
         return (f"the simulator's wall time: collbench's start {CAMPAIGN_S:g} s + "
                 f"{_launches(len(launches))} {start:.1f} s ({SIM_STARTUP_S:g} s + "
                 f"{SIM_RANK2_S * 1e6:g} µs × ranks²) + {len(points)} points × warm-up and "
                 f"iterations ({runs:,} in all) × the messages each iteration simulates "
-                f"(by ranks, size, collective and segments: {sent:,} in all) × "
+                f"(by ranks, size, collective and segments: {sent:,} in all{crowd}) × "
                 f"{SIM_MESSAGE_S * 1e6:g} µs each")
     over = sum(1 for la in launches if la.oversubscribe)
     work = sum(p.work_seconds(la.nprocs) for la in launches for p in la.points)

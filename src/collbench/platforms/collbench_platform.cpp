@@ -18,6 +18,11 @@
  * MPI_Send/MPI_Isend and the receiver of MPI_Recv spend that much simulated time per
  * message, by the level the message crosses and the message's size (SMPI's smpi/os and
  * smpi/or options are one table for every pair of hosts).
+ *                         collbench/load-latency/<level> = "busy_cores:seconds;..."
+ *                         (optional; linear between entries, 0 below the first)
+ * Load latency: a message gains that much latency when that many cores of its sender's
+ * node run a rank (counted once, when the first message is costed: SMPI has started every
+ * rank by then); added through the latency factor, as extra / (the route's latency).
  */
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
@@ -53,6 +58,8 @@ struct Tables {
   Table lat[3];
   Table bw[3];
   Overheads over[3];
+  Table load[3];              // (busy cores, extra seconds); empty = none
+  std::vector<int> busy;      // per node: cores running a rank (filled on first use)
 };
 
 /* the ';'-separated entries of a property (none when absent or empty) */
@@ -148,6 +155,47 @@ int level_of(const Tables& t, const sg4::Host* src, const sg4::Host* dst)
   return (sc / t.cores_per_socket == dc / t.cores_per_socket) ? 0 : 1;
 }
 
+/* "busy:seconds;..." (empty when absent) */
+Table parse_load(const char* text)
+{
+  Table out;
+  if (text == nullptr || *text == '\0')
+    return out;
+  for (auto const& item : entries(text)) {
+    size_t colon = item.find(':');
+    if (colon == std::string::npos)
+      throw std::invalid_argument("collbench platform: malformed load entry '" + item + "'");
+    out.emplace_back(std::stod(item.substr(0, colon)), std::stod(item.substr(colon + 1)));
+  }
+  return out;
+}
+
+/* extra seconds at `busy` cores: linear between entries, 0 below the first */
+double load_at(const Table& t, double busy)
+{
+  if (t.empty() || busy < t.front().first)
+    return 0.0;
+  for (size_t i = 0; i + 1 < t.size(); i++)
+    if (busy >= t[i].first && busy < t[i + 1].first)
+      return t[i].second + (busy - t[i].first) / (t[i + 1].first - t[i].first) * (t[i + 1].second - t[i].second);
+  return t.back().second;
+}
+
+/* cores running an actor (a rank), per node */
+std::vector<int> busy_cores()
+{
+  std::vector<int> out;
+  for (auto const* host : sg4::Engine::get_instance()->get_all_hosts()) {
+    long node = 0, core = 0;
+    if (not parse_host(host->get_name(), node, core) || host->get_actor_count() == 0)
+      continue;
+    if (out.size() <= size_t(node))
+      out.resize(node + 1, 0);
+    out[node]++;
+  }
+  return out;
+}
+
 } // namespace
 
 extern "C" void load_platform(const sg4::Engine& e);
@@ -166,6 +214,11 @@ void load_platform(const sg4::Engine& e)
     tables->lat[i] = parse_table(zone->get_property(std::string("collbench/lat-factor/") + LEVELS[i]));
     tables->bw[i]  = parse_table(zone->get_property(std::string("collbench/bw-factor/") + LEVELS[i]));
   }
+  bool load = false;
+  for (int i = 0; i < 3; i++) {
+    tables->load[i] = parse_load(zone->get_property(std::string("collbench/load-latency/") + LEVELS[i]));
+    load |= not tables->load[i].empty();
+  }
   bool overheads = false;
   for (int i = 0; i < 3; i++) {
     tables->over[i] = parse_overheads(zone->get_property(std::string("collbench/overhead/") + LEVELS[i]));
@@ -182,10 +235,22 @@ void load_platform(const sg4::Engine& e)
     });
   }
   auto* model = zone->get_network_model();
-  model->set_lat_factor_cb([tables](double size, const sg4::Host* src, const sg4::Host* dst,
-                                    const std::vector<sg4::Link*>&,
-                                    const std::unordered_set<sg4::NetZone*>&) {
-    return lookup(tables->lat[level_of(*tables, src, dst)], size);
+  model->set_lat_factor_cb([tables, load](double size, const sg4::Host* src, const sg4::Host* dst,
+                                          const std::vector<sg4::Link*>& links,
+                                          const std::unordered_set<sg4::NetZone*>&) {
+    int level     = level_of(*tables, src, dst);
+    double factor = lookup(tables->lat[level], size);
+    long node = 0, core = 0;
+    if (not load || tables->load[level].empty() || src == nullptr || not parse_host(src->get_name(), node, core))
+      return factor;
+    if (tables->busy.empty())
+      tables->busy = busy_cores();
+    double busy  = size_t(node) < tables->busy.size() ? tables->busy[node] : 0.0;
+    double extra = load_at(tables->load[level], busy);
+    double route = 0.0;
+    for (auto const* link : links)
+      route += link->get_latency();
+    return route > 0.0 ? factor + extra / route : factor;
   });
   model->set_bw_factor_cb([tables](double size, const sg4::Host* src, const sg4::Host* dst,
                                    const std::vector<sg4::Link*>&,

@@ -9,7 +9,9 @@ level are what a ping-pong between two ranks measures at that level (OSU's one-w
 and bandwidth in MB/s = 1e6 B/s): `intra_socket` (two cores of one socket), `inter_socket`
 (two sockets of one node), `inter_node` (two nodes). Per level, `send_overhead_us` /
 `recv_overhead_us` / `overhead_per_size` are the CPU time per message (LogGP o_s, o_r, part
-of latency_us), `lat_factor` / `bw_factor` the size-dependent corrections of the link.
+of latency_us), `lat_factor` / `bw_factor` the size-dependent corrections of the link,
+`load_latency_us` the latency a message gains when more cores of its node are busy than a
+ping-pong's two (fitted to barrier minima: `calibrate --load-barrier`).
 `[memory]` says how concurrent flows share a node, which no ping-pong shows:
 `receiver_copies` (a sender's concurrent messages each get the full link: the receivers
 copy) and `socket_bandwidth_mbs` (one bandwidth per socket and direction that all flows
@@ -154,6 +156,22 @@ def _overhead_rows(value: list[tuple[int, float, float]]) -> list[tuple[int, flo
     return value
 
 
+def _load_rows(value: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """[[busy_cores, extra_us], ...]: busy cores increasing from 1 to MAX_CORES, bounded."""
+    if len(value) > MAX_FACTORS:
+        raise _Problem(f"{len(value)} entries is not valid; valid: at most {MAX_FACTORS}")
+    for (a, _), (b, _) in itertools.pairwise(value):
+        if b <= a:
+            raise _Problem(f"busy cores must increase: {b} comes after {a}")
+    for cores, us in value:
+        if not COUNT.holds(cores):
+            raise _Problem(f"busy cores {cores} is not valid; valid: {COUNT.words}")
+        if not OVERHEAD.holds(us):
+            raise _Problem(f"extra latency {us!r} at {cores} busy cores is not valid; "
+                           f"valid: {OVERHEAD.words}")
+    return value
+
+
 def _calibration(value: dict[str, Any]) -> dict[str, Any]:
     """The [calibration] summary: free-form, but only strings, booleans, bounded numbers
     and flat lists of them (cluster_toml writes it back as it is)."""
@@ -195,6 +213,8 @@ Factors = Annotated[list[tuple[Annotated[int, Field(ge=0)], float]],
                     BeforeValidator(_pairs), AfterValidator(_factors)]
 OverheadRows = Annotated[list[tuple[Annotated[int, Field(ge=0)], float, float]],
                          BeforeValidator(_pairs), AfterValidator(_overhead_rows)]
+LoadRows = Annotated[list[tuple[Annotated[int, Field(ge=1)], float]],
+                     BeforeValidator(_pairs), AfterValidator(_load_rows)]
 
 
 class Level(_Table):
@@ -218,6 +238,13 @@ class Level(_Table):
         "Size-dependent overheads [[from_bytes, send_us, recv_us], ...], interpolated "
         "linearly between entries; the first entry (0 bytes) must equal send_overhead_us "
         "and recv_overhead_us. Empty: the two constants at every size."))
+
+    # A ping-pong has two busy cores; a collective keeps every core of the node busy, and a
+    # message's cache lines then cross a loaded coherence fabric (calibrate --load-barrier).
+    load_latency_us: LoadRows = Field(default_factory=list, description=(
+        "Latency added to every message of this level by the number of busy cores (ranks) "
+        "on the sender's node, [[busy_cores, extra_us], ...], linear between entries, 0 "
+        "below the first and the last entry's beyond it. Empty: none (a ping-pong's)."))
 
     @model_validator(mode="after")
     def _overheads_within_latency(self) -> Level:
@@ -249,11 +276,22 @@ class Level(_Table):
                 return sa + w * (sb - sa), ra + w * (rb - ra)
         return rows[-1][1], rows[-1][2]
 
+    def load_at(self, busy: int) -> float:
+        """Extra latency (µs) of a message of this level when `busy` cores of the sender's
+        node run a rank (the loader's rule: 0 below the first entry)."""
+        rows = self.load_latency_us
+        if not rows or busy < rows[0][0]:
+            return 0.0
+        for (a, ea), (b, eb) in itertools.pairwise(rows):
+            if a <= busy < b:
+                return ea + (busy - a) / (b - a) * (eb - ea)
+        return rows[-1][1]
+
     def calibrated(self) -> bool:
-        """True when a factor differs from 1 or overheads are set (the platform then needs
-        collbench's loader)."""
-        return self.overheads() or any(f != 1.0 for _, f in (*self.lat_factor,
-                                                              *self.bw_factor))
+        """True when a factor differs from 1 or overheads or load terms are set (the
+        platform then needs collbench's loader)."""
+        return self.overheads() or bool(self.load_latency_us) or any(
+            f != 1.0 for _, f in (*self.lat_factor, *self.bw_factor))
 
 
 class Levels(_Table):

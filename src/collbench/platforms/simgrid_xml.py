@@ -246,6 +246,9 @@ def platform_xml(cluster: Cluster) -> str:
             if level.overheads():  # seconds, for the loader's cost callbacks
                 out.append(f'    <prop id="collbench/overhead/{name}" '
                            f'value="{overhead_value(level)}"/>')
+            if level.load_latency_us:  # busy cores:seconds, for the latency callback
+                value = ";".join(f"{c}:{us * 1e-6:.9g}" for c, us in level.load_latency_us)
+                out.append(f'    <prop id="collbench/load-latency/{name}" value="{value}"/>')
     for n in range(cluster.nodes):
         _node_zone(cluster, n, out)
     if cluster.nodes > 1:

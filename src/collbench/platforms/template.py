@@ -63,7 +63,10 @@ cores_per_socket = {shape.cores}
 # `collbench platform calibrate` also writes, per level, size-dependent corrections
 # lat_factor / bw_factor = [[from_bytes, factor], ...] (latency × lat_factor, bandwidth ×
 # bw_factor for messages of at least from_bytes) so the simulated ping-pong follows the
-# measured one where a straight latency + size / bandwidth line does not.
+# measured one where a straight latency + size / bandwidth line does not; with
+# --load-barrier, load_latency_us = [[busy_cores, extra_us], ...] on inter_socket: the
+# latency a message gains when that many cores of the node run a rank (a collective's
+# load, which a ping-pong's two cores cannot show; docs/simgrid.md, "Load").
 
 [levels.intra_socket]   # two ranks on one socket (mpirun --map-by core, 2 ranks)
 latency_us = {lat['intra_socket']}
@@ -116,6 +119,9 @@ def cluster_toml(cluster: Cluster, header: str = "",
                 out.append("overhead_per_size = [" + ", ".join(
                     f"[{b}, {_float(s, exact)}, {_float(r, exact)}]"
                     for b, s, r in lv.overhead_per_size) + "]")
+            if lv.load_latency_us:
+                out.append("load_latency_us = [" + ", ".join(
+                    f"[{c}, {_float(us, exact)}]" for c, us in lv.load_latency_us) + "]")
     t = cluster.topology
     out += ["", "[topology]", f"kind = {_fmt(t.kind)}"]
     if t.kind == "fat-tree":

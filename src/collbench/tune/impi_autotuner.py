@@ -84,8 +84,7 @@ def run_autotuner(folder: Path, nprocs: int, sizes: Sequence[int],
     (run afresh each time), under impitrace: the dump it wrote, the launch's wall time and
     the algorithm functions its calls ran at each point (a tuner that tries presets runs
     several)."""
-    from collbench.tune.impi import COLL_NAMES
-    from collbench.tune.impi_verify import Arm, build_library, traced_run
+    from collbench.tune.impi_verify import WATCHED, Arm, build_library, traced_run
 
     folder.mkdir(parents=True, exist_ok=True)
     dump = (folder / DUMP_NAME).resolve()
@@ -96,7 +95,7 @@ def run_autotuner(folder: Path, nprocs: int, sizes: Sequence[int],
     la = campaign.launch(nprocs, points, (), "none", 0, timeout,
                          env=[(AUTOTUNE_MODE_VAR, "auto"), (AUTOTUNE_DUMP_VAR, str(dump))])
     seen, failed = traced_run(mpi, build_library(mpi.mpicc), folder, Arm(AUTOTUNER, (la,)),
-                              nprocs, ",".join(COLL_NAMES[c] for c in collectives))
+                              nprocs, WATCHED)
     if failed or not dump.is_file():
         raise UserError(f"{folder}: Intel's autotuner run did not write {dump.name}"
                         f"{': ' + failed if failed else ''}")

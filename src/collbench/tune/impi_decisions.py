@@ -19,12 +19,17 @@ from collbench.catalog.collectives import COLLECTIVES, RulesBytes
 from collbench.catalog.mpi import MpiInstall
 from collbench.errors import UserError
 from collbench.tune import campaign
-from collbench.tune.impi import COLL_NAMES
-from collbench.tune.impi_verify import Arm, build_library, short_names, traced_run
+from collbench.tune.impi_verify import (
+    TRACED,
+    WATCHED,
+    Arm,
+    build_library,
+    short_names,
+    traced_run,
+)
 
 NONE = "(no traced function)"  # the call ran none of the functions impitrace watches
-TRACED = ("allgather", "allreduce", "alltoall", "barrier", "bcast", "gather", "reduce",
-          "reduce_scatter_block", "scatter")  # the collectives impitrace.c wraps
+__all__ = ["NONE", "TRACED", "TracedDefaults"]
 
 
 class TracedDefaults:
@@ -56,7 +61,7 @@ class TracedDefaults:
         work = Path(tempfile.mkdtemp(prefix="collbench-impi-defaults-"))
         try:
             seen, failed = traced_run(self.mpi, library, work, Arm("default", (la,)), nprocs,
-                                      ",".join(COLL_NAMES[c] for c in self.colls))
+                                      WATCHED)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if failed:

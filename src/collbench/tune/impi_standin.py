@@ -32,6 +32,8 @@ from collbench.tune import campaign
 from collbench.tune.impi import COLL_NAMES
 from collbench.tune.impi_verify import (
     TRACE_ITERATIONS,
+    TRACED,
+    WATCHED,
     Arm,
     build_library,
     short_names,
@@ -100,8 +102,6 @@ def trace(mpi: MpiInstall, wanted: Mapping[Key, Sequence[int]], measured: Median
           timeout: float = 300) -> Traced:
     """One traced launch of the default per np, and one per (collective, preset measured
     at those sizes), forced as a campaign forces it (fallback check on)."""
-    from collbench.tune.impi_decisions import TRACED
-
     wanted = {k: v for k, v in wanted.items() if k[0] in TRACED}
     if not wanted:
         return {}  # impitrace watches none of them: every default range is a substitute
@@ -115,7 +115,6 @@ def trace(mpi: MpiInstall, wanted: Mapping[Key, Sequence[int]], measured: Median
     try:
         for nprocs in sorted({n for _, n in wanted}):
             here = {c: s for (c, n), s in wanted.items() if n == nprocs}
-            colls = ",".join(sorted(COLL_NAMES[c] for c in here))
             pts = [(c, s) for c, ss in sorted(here.items()) for s in ss]
             arms = [(0, "", Arm("default", (_launch(nprocs, pts, 0, timeout),)))]
             for coll, sizes in sorted(here.items()):
@@ -125,7 +124,7 @@ def trace(mpi: MpiInstall, wanted: Mapping[Key, Sequence[int]], measured: Median
                     arms.append((ident, coll, Arm(f"{coll}-{PRESET}{ident}", (
                         _launch(nprocs, at, ident, timeout),))))
             for ident, coll, arm in arms:
-                seen, failed = traced_run(mpi, library, work, arm, nprocs, colls)
+                seen, failed = traced_run(mpi, library, work, arm, nprocs, WATCHED)
                 # a preset's failed trace leaves it unmatched: it can only be a substitute,
                 # ranked on what the campaign measured of it
                 if failed and not ident:

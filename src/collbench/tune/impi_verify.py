@@ -52,6 +52,12 @@ HOW: Final = ("method: trace (impitrace LD_PRELOAD: breakpoints on the algorithm
               "MPI's default")
 
 Seen = dict[tuple[str, int], frozenset[str]]  # (collective, bytes) -> functions called
+TRACED: Final = ("allgather", "allreduce", "alltoall", "barrier", "bcast", "gather", "reduce",
+                 "reduce_scatter_block", "scatter")  # the collectives impitrace.c wraps
+# Every traced run watches the algorithms of all of them: a preset may run another
+# collective's algorithm inside its call (allreduce preset 3, Reduce + Bcast, calls
+# Bcast_intra_* functions, 2021.18.1), which a watch of allreduce alone would not see.
+WATCHED: Final = ",".join(COLL_NAMES[c] for c in TRACED)
 
 
 @dataclass(frozen=True)
@@ -111,22 +117,32 @@ def boundaries(reading: Reading, nprocs_list: Sequence[int]) -> tuple[list[Bound
     return points, skipped
 
 
+def _launch(nprocs: int, ps: Sequence[Boundary], timeout: float, algorithm: str = "default",
+            alg_id: int = 0, env: Sequence[tuple[str, str]] = ()) -> Launch:
+    return campaign.launch(nprocs, [campaign.point(p.collective, algorithm, alg_id or None,
+                                                   p.size, TRACE_ITERATIONS, 1) for p in ps],
+                           (), "none", 0, timeout, env=env)
+
+
+def _forced(path: Path, label: str, ps: Sequence[Boundary], nprocs: int,
+            timeout: float) -> Arm:
+    """The points' preset forced as a campaign forces it, with the file loaded too:
+    I_MPI_ADJUST_<COLL> wins over the file (2021.18.1: bcast and allreduce), so a preset
+    that runs another collective inside (allreduce's Reduce + Bcast) runs it as the file's
+    run does."""
+    coll, preset = ps[0].collective, ps[0].rule.alg
+    forcing = [*activation(path), (adjust_var(coll), str(preset)), (FALLBACK_VAR, "1")]
+    return Arm(label, (_launch(nprocs, ps, timeout, f"{PRESET}{preset}", preset, forcing),))
+
+
 def _arms(path: Path, points: Sequence[Boundary], nprocs: int, timeout: float) -> list[Arm]:
     """The file's run, the default's and one forced run per (collective, preset)."""
     here = [p for p in points if p.nprocs == nprocs]
-
-    def launch(ps: Sequence[Boundary], algorithm: str = "default", alg_id: int = 0,
-               env: Sequence[tuple[str, str]] = ()) -> Launch:
-        return campaign.launch(nprocs, [campaign.point(p.collective, algorithm, alg_id or None,
-                                                       p.size, TRACE_ITERATIONS, 1)
-                                        for p in ps], (), "none", 0, timeout, env=env)
-
-    arms = [Arm("file", (launch(here, env=activation(path)),)), Arm("default", (launch(here),))]
+    arms = [Arm("file", (_launch(nprocs, here, timeout, env=activation(path)),)),
+            Arm("default", (_launch(nprocs, here, timeout),))]
     for coll, preset in sorted({(p.collective, p.rule.alg) for p in here if p.rule.alg}):
         ps = [p for p in here if (p.collective, p.rule.alg) == (coll, preset)]
-        forcing = [(adjust_var(coll), str(preset)), (FALLBACK_VAR, "1")]  # as a campaign's
-        arms.append(Arm(f"{coll}-{PRESET}{preset}",
-                        (launch(ps, f"{PRESET}{preset}", preset, forcing),)))
+        arms.append(_forced(path, f"{coll}-{PRESET}{preset}", ps, nprocs, timeout))
     return arms
 
 
@@ -169,6 +185,13 @@ def judge(p: Boundary, ran: frozenset[str] | None, forced: frozenset[str] | None
           default: frozenset[str] | None, forced_failed: str = "") -> Outcome:
     preset = p.rule.alg
     expected = f"{PRESET}{preset}" if preset else "0 (Intel MPI's choice)"
+    if forced_failed and preset:  # the reason, also where the file's run fell back unseen
+        return Outcome(p, expected, _text(ran), _text(default), False,
+                       f"forced alone it does not run here: {forced_failed[:300]}")
+    if not ran and preset and not forced and default:  # both ran functions it does not watch
+        return Outcome(p, expected, _text(ran), _text(default), None,
+                       "neither the file's run nor the forced preset's called a function "
+                       "impitrace watches: not conclusive")
     if not ran:
         return Outcome(p, expected, _text(ran), _text(default), False,
                        "no call with these bytes was traced")
@@ -176,9 +199,6 @@ def judge(p: Boundary, ran: frozenset[str] | None, forced: frozenset[str] | None
         same = ran == default
         return Outcome(p, expected, _text(ran), _text(default), same,
                        "" if same else "preset 0 should run what Intel MPI runs without the file")
-    if forced_failed:
-        return Outcome(p, expected, _text(ran), _text(default), False,
-                       f"forced alone it does not run here: {forced_failed[:300]}")
     if not forced:
         return Outcome(p, expected, _text(ran), _text(default), False,
                        "the forced preset's run traced no call")
@@ -203,12 +223,11 @@ def verify(reading: Reading, path: Path, nprocs_list: Sequence[int], mpi: MpiIns
     except KernelBuildError as e:
         raise UserError(f"rules verify --impi: the impitrace library did not build: "
                         f"{str(e).splitlines()[0]}") from None
-    colls = ",".join(sorted({COLL_NAMES[p.collective] for p in points}))
     work = keep or Path(tempfile.mkdtemp(prefix="collbench-verify-impi-"))
     result = Verification("trace", how=HOW)
     try:
         for nprocs in sorted({p.nprocs for p in points}):
-            runs = {a.label: traced_run(mpi, library, work, a, nprocs, colls)
+            runs = {a.label: traced_run(mpi, library, work, a, nprocs, WATCHED)
                     for a in _arms(path, points, nprocs, timeout)}
             for label in ("file", "default"):
                 if runs[label][1]:
@@ -217,9 +236,21 @@ def verify(reading: Reading, path: Path, nprocs_list: Sequence[int], mpi: MpiIns
             if not any(runs["file"][0].values()) and not any(runs["default"][0].values()):
                 raise UserError("rules verify --impi: impitrace saw no algorithm function "
                                 "(a libmpi without its symbol table?); nothing is proven")
-            for p in (p for p in points if p.nprocs == nprocs):
+            here = [p for p in points if p.nprocs == nprocs]
+            for p in here:
                 key = (p.collective, p.size)
-                forced, failed = runs.get(f"{p.collective}-{PRESET}{p.rule.alg}", ({}, ""))
+                label = f"{p.collective}-{PRESET}{p.rule.alg}"
+                forced, failed = runs.get(label, ({}, ""))
+                if failed and sum(q.rule.alg == p.rule.alg and q.collective == p.collective
+                                  for q in here) > 1:
+                    # the forced launch stopped at its first point that cannot run: this
+                    # point in a launch of its own (only where one failed)
+                    one = f"{label}-{p.size}"
+                    if one not in runs:
+                        runs[one] = traced_run(mpi, library, work,
+                                               _forced(path, one, [p], nprocs, timeout),
+                                               nprocs, WATCHED)
+                    forced, failed = runs[one]
                 result.outcomes.append(judge(p, runs["file"][0].get(key), forced.get(key),
                                              runs["default"][0].get(key), failed))
         result.skipped += skipped
