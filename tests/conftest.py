@@ -172,3 +172,12 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     finally:
         subprocess.run(["bash", str(scripts / "hosts-down.sh"), str(state)],
                        capture_output=True, timeout=120)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_machine_for_estimates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Estimates in tests as on an idle machine: other runs beside the suite must not move
+    them (plan/estimate.busy_factor is tested on its own, with the load it is given)."""
+    from collbench.plan import estimate
+
+    monkeypatch.setattr(estimate, "machine_load", lambda: (0.0, os.cpu_count() or 1))

@@ -71,3 +71,22 @@ def test_plan_prints_the_terms(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "corrects it by the speed it measures" in out[at]
     assert out[at + 1].startswith("  = collbench's start 2.5 s + 2 launch start-ups")
     assert numbers(out[at + 1])[3] == 8  # points: 2 collectives x 2 sizes x 2 launches
+
+
+def test_other_work_on_the_machine_slows_local_launches_and_is_said(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = make(BODY, cores=4)  # np=2 and np=4 on 4 cores: not oversubscribed
+    quiet = [la.estimate_seconds() for la in plan.launches]
+    monkeypatch.setattr(estimate, "machine_load", lambda: (10.0, 4))  # load average 10
+    loaded = [la.estimate_seconds() for la in plan.launches]
+    # 4 of the 10 taken as passing; each rank gets cores / (others + ranks) of a core
+    assert [b / q for q, b in zip(quiet, loaded, strict=True)] == pytest.approx(
+        [(10 - 4 + la.nprocs) / 4 for la in plan.launches])
+    text = estimate.describe(plan.launches, simulated=False)
+    assert "× 2-2.5 for the machine's other work (1-minute load average 10.0 on 4 cores" in text
+    # SimGrid is one process and its constants were fitted under load: unchanged
+    sim = [la.estimate_seconds(simulated=True) for la in plan.launches]
+    monkeypatch.setattr(estimate, "machine_load", lambda: (4.0, 4))  # passing work only
+    assert sim == [la.estimate_seconds(simulated=True) for la in plan.launches]
+    assert [la.estimate_seconds() for la in plan.launches] == quiet
+    assert "other work" not in estimate.describe(plan.launches, simulated=False)

@@ -13,7 +13,9 @@ then corrects them by the speed it measures.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from collections.abc import Sequence
 from typing import Final, Protocol
 
@@ -38,6 +40,7 @@ SIM_SEGMENT: Final = 32 << 10  # bytes per segment when the point leaves it to t
 # in proportion (fitted on SMPI's iallgather and ialltoall at 48 ranks, P(P-1) = 2,256 at
 # once: 244 s and 140 s for 84 calls each under load, 1.43 and 0.82 × this estimate).
 SIM_IN_FLIGHT: Final = 128
+TRANSIENT_LOAD: Final = 1.0  # load average per core taken as passing work (busy_factor)
 
 
 class LaunchLike(Protocol):
@@ -73,6 +76,31 @@ class PointLike(Protocol):
     def work_seconds(self, nprocs: int) -> float: ...
 
 
+@functools.cache
+def machine_load() -> tuple[float, int]:
+    """(the 1-minute load average, the cores this process may use), read once per process:
+    before the first launch it is other work's, and the live ETA then stays consistent."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average on this system: as if idle
+        load = 0.0
+    return max(0.0, load), max(1, len(os.sched_getaffinity(0)))
+
+
+def busy_factor(ranks: int) -> float:
+    """How much slower `ranks` busy processes run beside the machine's other runnable work:
+    each gets cores / (others + ranks) of a core when they are more than the cores
+    (measured: local launches 3.4-5.5× over the quiet estimate at a load of 10 on 2 cores).
+    The load average lags and counts short-lived work (compilers, collbench's own last
+    command): up to one per core is taken as passing (measured: at a load of 1.5-1.9 on 2
+    cores the local examples ran 0.7× the quiet estimate); if it was not, the launch is at
+    most (cores + ranks) / cores ≤ 2× slower than said. SimGrid's constants were fitted
+    across quiet and loaded runs: not applied there."""
+    load, cores = machine_load()
+    others = max(0.0, load - TRANSIENT_LOAD * cores)
+    return max(1.0, (others + min(ranks, cores)) / cores)
+
+
 def launch_seconds(nprocs: int, oversubscribe: bool, points: Sequence[PointLike],
                    simulated: bool, startup_s: float | None = None) -> float:
     """Modelled wall time of one launch (start-up included)."""
@@ -81,7 +109,8 @@ def launch_seconds(nprocs: int, oversubscribe: bool, points: Sequence[PointLike]
         return start + sum(point_seconds(p, nprocs, True) for p in points)
     work = sum(point_seconds(p, nprocs, False) for p in points)
     slow = OVERSUBSCRIBED_SLOWDOWN if oversubscribe else 1.0
-    return (STARTUP_S if startup_s is None else startup_s) + work * slow
+    return ((STARTUP_S if startup_s is None else startup_s) + work * slow) \
+        * busy_factor(nprocs)
 
 
 def point_seconds(point: PointLike, nprocs: int, simulated: bool) -> float:
@@ -176,6 +205,12 @@ def describe(launches: Sequence[LaunchLike], simulated: bool) -> str:
     if over:
         text += (f", × {OVERSUBSCRIBED_SLOWDOWN:g} in the {over} launches with more ranks "
                  "than cores")
+    load, cores = machine_load()
+    slowed = sorted({round(busy_factor(la.nprocs), 2) for la in launches} - {1.0})
+    if slowed:
+        text += (f", × {'-'.join(f'{f:g}' for f in (slowed[0], slowed[-1])[:len(slowed)])}"
+                 f" for the machine's other work (1-minute load average {load:.1f} on "
+                 f"{cores} cores: (load - {TRANSIENT_LOAD:g} × cores + ranks) / cores)")
     return text
 
 
