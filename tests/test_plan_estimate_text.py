@@ -82,6 +82,10 @@ def test_other_work_on_the_machine_slows_local_launches_and_is_said(
     # 4 of the 10 taken as passing; each rank gets cores / (others + ranks) of a core
     assert [b / q for q, b in zip(quiet, loaded, strict=True)] == pytest.approx(
         [(10 - 4 + la.nprocs) / 4 for la in plan.launches])
+    # the live ETA moves by points: theirs are slowed alike
+    assert [sum(la.point_seconds()) for la in plan.launches] == pytest.approx(
+        [b - estimate.STARTUP_S * (6 + la.nprocs) / 4
+         for la, b in zip(plan.launches, loaded, strict=True)])
     text = estimate.describe(plan.launches, simulated=False)
     assert "× 2-2.5 for the machine's other work (1-minute load average 10.0 on 4 cores" in text
     # SimGrid is one process and its constants were fitted under load: unchanged

@@ -107,16 +107,15 @@ def launch_seconds(nprocs: int, oversubscribe: bool, points: Sequence[PointLike]
     if simulated:
         start = SIM_STARTUP_S + SIM_RANK2_S * nprocs**2 if startup_s is None else startup_s
         return start + sum(point_seconds(p, nprocs, True) for p in points)
-    work = sum(point_seconds(p, nprocs, False) for p in points)
+    work = sum(point_seconds(p, nprocs, False) for p in points)  # busy_factor included
     slow = OVERSUBSCRIBED_SLOWDOWN if oversubscribe else 1.0
-    return ((STARTUP_S if startup_s is None else startup_s) + work * slow) \
-        * busy_factor(nprocs)
+    return (STARTUP_S if startup_s is None else startup_s) * busy_factor(nprocs) + work * slow
 
 
 def point_seconds(point: PointLike, nprocs: int, simulated: bool) -> float:
     """Modelled wall time of one point (without the launch's start-up)."""
     if not simulated:
-        return POINT_OVERHEAD_S + point.work_seconds(nprocs)
+        return (POINT_OVERHEAD_S + point.work_seconds(nprocs)) * busy_factor(nprocs)
     return (point.iterations + point.warmup) * sim_loops(point) * weighted(point, nprocs) \
         * SIM_MESSAGE_S
 
