@@ -15,6 +15,22 @@ needs_smpi = pytest.mark.skipif(shutil.which("smpirun") is None or shutil.which(
                                        "libsimgrid-dev)")
 
 # Two nodes × two sockets × two cores: every placement level with 8 cores.
+# One node, two sockets of 4 cores, `{extra}` appended (a barrier at 8 ranks, a root's
+# sends to every core: both cross the sockets).
+TWO_SOCKETS = """\
+name = "two"
+nodes = 1
+sockets_per_node = 2
+cores_per_socket = 4
+[levels.intra_socket]
+latency_us = 0.5
+bandwidth_mbs = 10000.0
+[levels.inter_socket]
+latency_us = 1.0
+bandwidth_mbs = 5000.0
+{extra}
+"""
+
 SMALL = """\
 name = "small"
 nodes = 2

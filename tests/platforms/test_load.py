@@ -23,22 +23,8 @@ from collbench.platforms.load import _monotone, parse_barrier
 from collbench.platforms.model import load_cluster, parse_cluster
 from collbench.platforms.simgrid_xml import platform_xml
 from collbench.platforms.template import cluster_toml
+from tests.simgrid_support import TWO_SOCKETS as TWO
 from tests.simgrid_support import needs_smpi
-
-# One node, two sockets of 4 cores: a barrier at 8 ranks crosses the sockets.
-TWO = """\
-name = "two"
-nodes = 1
-sockets_per_node = 2
-cores_per_socket = 4
-[levels.intra_socket]
-latency_us = 0.5
-bandwidth_mbs = 10000.0
-[levels.inter_socket]
-latency_us = 1.0
-bandwidth_mbs = 5000.0
-{extra}
-"""
 
 
 @pytest.mark.parametrize(("extra", "shown"), [

@@ -19,23 +19,11 @@ from collbench.errors import UserError
 from collbench.platforms.model import load_cluster, parse_cluster
 from collbench.platforms.simgrid_xml import platform_xml
 from collbench.platforms.template import cluster_toml
+from tests.simgrid_support import TWO_SOCKETS as TWO
 from tests.simgrid_support import linear_bcast_max_us, needs_smpi
 
-# Two sockets of 4 cores: a root on socket 0 sends to 3 cores of its own socket and to 4 of
-# the other, whose traffic all leaves through socket 0's fabric when it has one.
-TWO = """\
-name = "two"
-nodes = 1
-sockets_per_node = 2
-cores_per_socket = 4
-[levels.intra_socket]
-latency_us = 0.5
-bandwidth_mbs = 10000.0
-[levels.inter_socket]
-latency_us = 1.0
-bandwidth_mbs = 5000.0
-{extra}
-"""
+# TWO: a root on socket 0 sends to 3 cores of its own socket and to 4 of the other, whose
+# traffic all leaves through socket 0's fabric when it has one.
 
 
 @pytest.mark.parametrize(("extra", "key", "shown"), [
