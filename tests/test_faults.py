@@ -246,7 +246,8 @@ def _fill(folder: Path) -> Path:
 
 def test_a_full_disk_is_one_line_and_resume_completes(tmpfs: Path) -> None:
     spec, out = write_spec(tmpfs, nprocs="[2, 3]", reps=2), tmpfs / "res"
-    env = dict(os.environ, COLLBENCH_FAKE_POINT_S="0.1")
+    # 35 points x 0.03 s: the disk is full (a few ms) long before the last launch stores
+    env = dict(os.environ, COLLBENCH_FAKE_POINT_S="0.03")
     proc = _collbench("run", str(spec), "-o", str(out), env=env)
     _wait_for(lambda: len(list((out / "launches").glob("*.jsonl"))) >= 2, 60, "2 launches")
     filler = _fill(tmpfs)

@@ -22,10 +22,12 @@ def test_a_dry_run_says_what_plan_says_it_skipped(tmp_path: Path) -> None:
     assert plan.returncode == 0, err
     said = [ln for ln in planned.splitlines() if ln.startswith("skipped:")]
     assert len(said) == 1 and "-np 512" in said[0] and f"-np {cores}" in said[0], planned
+    tried = len(_started(tmp_path))
     dry = _plan(tmp_path, prefix, "nprocs = [2, 512]", ("run", "--dry-run"))
     out, err = dry.communicate(timeout=180)  # with a kernel build
     assert dry.returncode == 0, err
     assert [ln for ln in out.splitlines() if "skipped:" in ln] == [f"# {ln}" for ln in said]
+    assert len(_started(tmp_path)) > tried  # the dry run tried the placement itself
     assert max(_ranks(argv) for argv in _started(tmp_path)) <= cores
     commands = "\n".join(ln for ln in out.splitlines() if not ln.startswith("#"))
     assert "-np 512" in commands  # what a run would start

@@ -150,7 +150,12 @@ def _rewritten(s: Store) -> Iterator[None]:
         proc.wait(timeout=30)
 
 
-def _many(tmp_path: Path, launches: int = 40) -> Store:
+def _many(tmp_path: Path, launches: int = 10) -> Store:
+    """A folder of `launches` launches. A reader races the rewrite when it opens a file in
+    the 2 ms it is missing: each file is missing 2 of every 22 ms of a cycle over all of
+    them, so the share of time some file is missing (the chance a read races) does not
+    depend on how many there are; fewer make each read cheaper (measured: 40 -> 10 files,
+    ~0.26 races per damage-check iteration and ~1 per 10 DuckDB reads either way)."""
     s = _store(tmp_path)
     for n in range(launches):
         lid = f"{n:04d}-aa"
@@ -163,7 +168,7 @@ def test_a_rows_file_removed_meanwhile_is_not_damage(tmp_path: Path) -> None:
     "damaged" (which a resume would measure again and readers refuse)."""
     s = _many(tmp_path)
     with _rewritten(s):
-        for _ in range(300):
+        for _ in range(150):  # ~37 races; one file called damaged fails it
             assert s.damaged() == {}
             assert set(s.finished().values()) <= {"ok"}
             s.check_files()

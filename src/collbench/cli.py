@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from types import FrameType, ModuleType
 from typing import Final, NoReturn
 
+from collbench import duckstop
 from collbench.errors import UserError
 from collbench.version import __version__
 
@@ -106,6 +107,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
             again.start()
             return
         frame = frame.f_back
+    duckstop.interrupt()  # else DuckDB's worker threads finish their tasks first (minutes)
     raise KeyboardInterrupt
 
 

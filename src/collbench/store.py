@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from collbench import duckstop
 from collbench.errors import UserError
 from collbench.records import COLUMNS, FORMAT_VERSION, READABLE_FORMATS, SAMPLE_COLUMNS
 from collbench.storefiles import atomic_write
@@ -281,7 +282,7 @@ class Store:
         self.check_files()
         import duckdb
 
-        con = duckdb.connect()
+        con = duckstop.opened(duckdb.connect())  # a Ctrl-C interrupts its query
         try:
             self._views(con)
         except BaseException:  # a rows file gone meanwhile (reading() reads again)
