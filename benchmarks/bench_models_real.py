@@ -7,7 +7,8 @@ platform's terms.
 2. `collbench model predict --platform orfeo-epyc --openmpi 4.1` (the real runs' series)
    at bench_orfeo_epyc's points: bcast and scatter, 4 algorithms each, 8/32/128/256 ranks,
    8 sizes, `--map-by core`, 2 nodes × 128; the same on copies of the platform without its
-   [memory] table, without its per-message overheads and without its load term; and
+   [memory] table, without its per-message overheads, without its load term and without
+   its package level (one package per node); and
    `model p2p` + `model predict FIT.p2p.toml` (the ping-pong fit, `--sockets 32
    --cores-per-socket 4`);
 3. `collbench compare REAL --against MODEL --format json`: median / p95 |error| per size
@@ -47,7 +48,8 @@ def ingest(work: Path) -> None:
         "--mpi-version", "4.1.6", "-o", work / "real")
     for argv in recipe_ingests():
         cli(*[str(DATA / "pingpong.csv") if a.endswith("orfeo-epyc/pingpong.csv") else
-              str(work / "epyc-pp") if a == "results/epyc-pp" else a for a in argv])
+              str(work / a.removeprefix("results/")) if a.startswith("results/epyc-") else a
+              for a in argv])
 
 
 def without(work: Path, name: str, drop: tuple[str, ...]) -> Path:
@@ -55,6 +57,19 @@ def without(work: Path, name: str, drop: tuple[str, ...]) -> Path:
     out = work / f"{name}.toml"
     out.write_text("\n".join(line for line in PLATFORM.read_text().splitlines()
                              if not line.startswith(drop)) + "\n")
+    return out
+
+
+def without_packages(work: Path) -> Path:
+    """A copy of the built-in platform with one package per node (no inter_package level:
+    messages between the two processors priced as inter_socket)."""
+    out, keep, skipping = work / "no-package.toml", [], False
+    for line in PLATFORM.read_text().splitlines():
+        if line.startswith("["):
+            skipping = line.strip() == "[levels.inter_package]"
+        if not skipping and not line.startswith("sockets_per_package"):
+            keep.append(line)
+    out.write_text("\n".join(keep) + "\n")
     return out
 
 
@@ -82,6 +97,8 @@ def main() -> str:
             "platform without the load term": (
                 "--platform", str(without(work, "no-load", ("load_latency_us",))),
                 "--openmpi", "4.1"),
+            "platform without the package level": (
+                "--platform", str(without_packages(work)), "--openmpi", "4.1"),
             "`--platform orfeo-epyc` (every term)": ("--platform", "orfeo-epyc",
                                                      "--openmpi", "4.1"),
         }

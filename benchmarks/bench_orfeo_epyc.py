@@ -88,7 +88,8 @@ def prepare(work: Path) -> dict[str, float]:
         "--mpi-version", "4.1.6", "-o", work / "real")
     for argv in recipe_ingests():
         argv = [str(DATA / "pingpong.csv") if a.endswith("orfeo-epyc/pingpong.csv") else
-                str(work / "epyc-pp") if a == "results/epyc-pp" else a for a in argv]
+                str(work / a.removeprefix("results/")) if a.startswith("results/epyc-") else a
+                for a in argv]
         cli(*argv)
     wall["ingest"] = time.monotonic() - t
     wall["simgrid"] = run_campaign(spec(), work / "sim")
@@ -123,13 +124,15 @@ def ablation(work: Path) -> dict[str, dict[str, Any]]:
     for argv in recipe_ingests():
         argv = [str(DATA / "pingpong.csv") if a.endswith("orfeo-epyc/pingpong.csv") else
                 str(one_level) if a == "results/epyc-pp" else a for a in argv]
-        if 'detail~"Same CCX"' in argv:
-            continue  # the CCX pair is the level left out
+        if 'detail~"Same CCX"' in argv or "results/epyc-package" in argv:
+            continue  # the CCX pair is the level left out (and the package level, later)
         argv = ["core" if a == "socket" and argv[i - 1] == "--mapping" else a
                 for i, a in enumerate(argv)]
         cli(*argv)
     recipe = recipe_calibrate()[1:]  # after "platform": calibrate results/epyc-pp -o ...
-    options = recipe[recipe.index("--from") + 2:]  # the calibration terms of the recipe
+    # the calibration terms of the recipe; the variants have no packages (the built-in row
+    # is the one with them)
+    options = _without(recipe[recipe.index("--from") + 2:], "--inter-package")
     overheads = _without(options, "--receiver-copies", "--socket-bandwidth", "--load-barrier")
     variants = {
         "no CCX level, no overheads, no sharing": (one_level, ("--sockets", "1", "--cores",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collbench.platforms.model import LEVELS, Cluster, load_cluster
+from collbench.platforms.model import PLATFORM_LEVELS, Cluster, load_cluster
 from tests.simgrid_support import needs_smpi
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ def recipe(name: str) -> list[list[str]]:
 def test_recipe_blocks_are_found() -> None:
     epyc = recipe("orfeo-epyc")
     assert epyc[0][:2] == ["platform", "new"] and epyc[-1][:2] == ["platform", "calibrate"]
-    assert sum(c[0] == "ingest" for c in epyc) == 6
+    assert sum(c[0] == "ingest" for c in epyc) == 7
     thin = recipe("orfeo-thin")
     assert [c[0] for c in thin] == ["ingest", "ingest", "platform"]
 
@@ -54,10 +54,12 @@ def _same_levels(written: Cluster, name: str) -> None:
     """`written` has the built-in `name`'s shape, levels, factors, overheads, load term and
     sharing."""
     builtin, _, _ = load_cluster(name)
-    assert (written.nodes, written.sockets_per_node, written.cores_per_socket) == \
-        (builtin.nodes, builtin.sockets_per_node, builtin.cores_per_socket)
+    assert (written.nodes, written.sockets_per_node, written.cores_per_socket,
+            written.sockets_per_package) == (builtin.nodes, builtin.sockets_per_node,
+                                             builtin.cores_per_socket,
+                                             builtin.sockets_per_package)
     assert written.memory == builtin.memory
-    for level in LEVELS:
+    for level in PLATFORM_LEVELS:
         w, b = written.level(level), builtin.level(level)
         assert (w is None) == (b is None), level
         if w is None or b is None:

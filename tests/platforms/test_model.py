@@ -44,8 +44,8 @@ TEMPLATE = new_template(Shape("t"))
     (("latency_us = 0.54", "latency_us = -1"),
      "t.toml: levels.inter_socket.latency_us: must be greater than 0, got -1"),
     (("[levels.inter_node]", "[levels.internode]"),
-     "t.toml: levels: unknown key 'internode'; valid: intra_socket, inter_socket, inter_node "
-     "(did you mean inter_node?)"),
+     "t.toml: levels: unknown key 'internode'; valid: intra_socket, inter_socket, "
+     "inter_package, inter_node (did you mean inter_node?)"),
     (("latency_us = 1.07", "latency_us = 0.3"),
      "t.toml: levels.inter_node.latency_us: 0.3 is below levels.inter_socket.latency_us"),
     (("cfg = []", 'cfg = ["smpi/bcast:flattree"]'),

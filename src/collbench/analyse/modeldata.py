@@ -274,7 +274,8 @@ def _ci(ci: tuple[float, float] | None, scale: float, fmt: str) -> str | None:
 
 # --- ping-pong medians for a platform -----------------------------------------------------
 
-def pingpong_medians(results: Path) -> tuple[dict[str, Points], list[str]]:
+def pingpong_medians(results: Path, min_sizes: int = 2) -> tuple[dict[str, Points],
+                                                                 list[str]]:
     """Median one-way latency per level and size from a results folder, and notes (what
     `platform calibrate` fits a platform to: one MPI and one transport setting per point)."""
     found = [r for r in points.read(Store(results), collectives=PINGPONG, ok=True)
@@ -314,7 +315,7 @@ def pingpong_medians(results: Path) -> tuple[dict[str, Points], list[str]]:
     measured = {lv: {s: statistics.median(v) for s, v in sorted(pts.items())}
                 for lv, pts in by_level.items()}
     for lv, pts in measured.items():
-        if len(pts) < 2:
+        if len(pts) < min_sizes:
             raise UserError(f"{results}: {lv} ping-pong at one size only; a latency/"
                             "bandwidth fit needs at least two sizes")
     return measured, notes

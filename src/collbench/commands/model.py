@@ -262,7 +262,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from collbench.models.platform import read_platform
         platform = read_platform(args.platform)
     base = platform[1] if platform else Shape(2, None)
-    shape = Shape(args.sockets or base.sockets, args.cores_per_socket or base.cores_per_socket)
+    shape = Shape(args.sockets or base.sockets, args.cores_per_socket or base.cores_per_socket,
+                  base.sockets_per_package)  # a platform's packages (dropped if --sockets
+    # or --cores-per-socket give another machine: predict.topology checks the grouping)
     sizes = tuple(parse_sizes(words(args.sizes), "--sizes"))  # type: ignore[arg-type]
     version = series(args.openmpi)  # one line naming the valid series
     requests = [Request(tuple(collectives), tuple(args.nprocs), args.ppn, args.nodes, m,

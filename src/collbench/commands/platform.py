@@ -57,8 +57,12 @@ def cmd_new(args: argparse.Namespace) -> int:
     if args.topology not in TOPOLOGIES:
         raise choice_error("--topology", "topology", args.topology, TOPOLOGIES)
     name = args.name or args.file.stem
+    per = args.sockets_per_package
+    if per is not None and (per >= args.sockets or args.sockets % per):
+        raise UserError(f"--sockets-per-package: {per} is not valid; valid: a divisor of "
+                        f"--sockets ({args.sockets}) below it")
     text = new_template(Shape(name, args.nodes, args.sockets, args.cores, args.topology,
-                              args.nodes_per_leaf))
+                              args.nodes_per_leaf, per))
     cluster = parse_cluster(text, str(args.file))  # the template must load as written
     atomic_write(args.file, text.encode(), mode=0o644)
     print(f"wrote {args.file}: {cluster.summary()}; edit the per-level numbers, or fill them "
@@ -94,11 +98,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.force and args.out != args.base:
         raise UserError(f"{args.out}: already exists; add --force to overwrite it")
     results_folder.check(args, "platform calibrate")
+    if args.inter_package is not None and not args.inter_package.is_dir():
+        raise UserError(f"--inter-package: {args.inter_package}: not a results folder; valid: "
+                        "a folder of ping-pong rows between sockets of different packages")
     if args.load_barrier:  # a typo is one line before any simulation
         from collbench.platforms.load import parse_barrier
         parse_barrier(args.load_barrier)
     measured, notes = (_p2p_points(args.results) if args.results.is_file()
                        else pingpong_medians(args.results))
+    package = _package_points(args.inter_package, measured)
     overheads = _p2p_overheads(args.overheads or (args.results if args.results.is_file()
                                                   else None), notes, explicit=args.overheads)
     per_size: dict[str, list[tuple[int, float, float]]] = {}
@@ -134,7 +142,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                              f"{base.name}"})
     # every simulation is a campaign, kept under --simulations DIR (or a temporary folder)
     with results_folder.root(args, "collbench-calibrate-") as root:
+        if package is not None:  # a one-line error before any simulation
+            _check_packages(base, args.inter_package)
+            base = base.model_copy(update={"levels": base.levels.model_copy(
+                update={"inter_package": None})})  # refitted below
         result, table = _calibrated(args, measured, base, overheads, root, per_size)
+        if package is not None:
+            from collbench.platforms.calibrate import with_package
+            result.cluster = with_package(result.cluster, package, measured["inter_socket"],
+                                          notes)
         if args.load_barrier:
             result.cluster = _loaded(args, result.cluster, root, notes)
     if table:
@@ -160,6 +176,33 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: simulated ping-pong within {result.max_error_pct():.2f} % of "
           "the measured one at every size")
     return 0
+
+
+def _package_points(folder: Path | None,
+                    measured: dict[str, dict[int, float]]) -> dict[int, float] | None:
+    """The --inter-package folder's ping-pong medians (rows ingested with --mapping socket,
+    one size is enough: the level is inter_socket's plus the measured difference)."""
+    from collbench.analyse.modeldata import pingpong_medians
+
+    if folder is None:
+        return None
+    found, _ = pingpong_medians(folder, min_sizes=1)
+    if set(found) != {"inter_socket"}:
+        raise UserError(f"--inter-package: {folder}: ping-pongs at {', '.join(sorted(found))};"
+                        " valid: rows with mapping socket only (two sockets of one node in "
+                        "different packages)")
+    if "inter_socket" not in measured:
+        raise UserError("--inter-package: the results have no inter-socket ping-pong; valid: "
+                        "results with mapping socket rows too (inter_package is inter_socket "
+                        "plus the measured difference)")
+    return found["inter_socket"]
+
+
+def _check_packages(base: Cluster, folder: Path) -> None:
+    if base.packages_per_node < 2:
+        raise UserError(f"--inter-package: {folder}: --from {base.name} has one package per "
+                        "node; valid: a description with sockets_per_package below "
+                        "sockets_per_node (`platform new --sockets-per-package N`)")
 
 
 def _loaded(args: argparse.Namespace, cluster: Cluster, root: Path,
@@ -302,6 +345,9 @@ def add_parser(sub: options.Subparsers) -> None:
     s.add_argument("--topology", default="flat", help=f"one of: {', '.join(TOPOLOGIES)}")
     s.add_argument("--nodes-per-leaf", type=_positive, default=16,
                    help="fat-tree: nodes under one leaf switch")
+    s.add_argument("--sockets-per-package", type=_positive, metavar="N",
+                   help="group a node's sockets into packages of N consecutive sockets "
+                        "(processors; adds an inter_package level; default: one package)")
     s.add_argument("--force", action="store_true", help="overwrite an existing file")
     s.set_defaults(func=cmd_new)
 
@@ -351,6 +397,11 @@ def add_parser(sub: options.Subparsers) -> None:
                         "all traffic entering it): osu_mbw_mr with every core of a socket "
                         "sending off it, or the processor's fabric bandwidth; 0 = no limit "
                         "([memory] socket_bandwidth_mbs; default: the --from description's)")
+    s.add_argument("--inter-package", type=Path, metavar="RESULTS",
+                   help="a results folder of ping-pongs between sockets of different "
+                        "packages (ingested with --mapping socket; one size is enough): "
+                        "the inter_package level is inter_socket's plus the measured "
+                        "difference (the --from description needs sockets_per_package)")
     s.add_argument("--load-barrier", action="append", metavar="NPROCS=US",
                    help="a barrier's min_us (OSU: the fastest rank's mean) at NPROCS ranks "
                         "--map-by core on the machine, repeated for a few counts: fits the "

@@ -166,7 +166,7 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
 
     def overhead(src: int, dst: int, nbytes: int, which: int) -> _Val:
         """o_s (which 0) or o_r (1) of one message, as a latency term."""
-        o = model.level(topology.level(src, dst)).overhead_us(nbytes)[which]
+        o = model.level(topology.link_level(src, dst)).overhead_us(nbytes)[which]
         d = [0.0] * _N
         d[7] = o
         return o, tuple(d)
@@ -190,11 +190,11 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
         return out
 
     def cost(src: int, dst: int, nbytes: int) -> tuple[float, tuple[float, ...]]:
-        lvl = topology.level(src, dst)
+        lvl, link = topology.level(src, dst), topology.link_level(src, dst)
         busy = busy_on[topology.place(src).node]
-        key = (lvl, nbytes, busy)
+        key = (link, nbytes, busy)
         if key not in cost_cache:
-            lm = model.level(lvl)
+            lm = model.level(link)  # priced by its link; counted under its level
             a = lm.alpha_us(nbytes) + lm.load_us(busy)
             bw = lm.bandwidth_part_us(nbytes)
             d = [0.0] * _N

@@ -163,7 +163,7 @@ def simulate_shared(progs: Program, topology: Topology, model: P2PModel,
 
     def flow_of(src: int, dst: int, nbytes: int, start: _Val, rdv: bool, k: int) -> _Flow:
         level = topology.level(src, dst)
-        lm = model.level(level)
+        lm = model.level(topology.link_level(src, dst))  # counted under level
         route = links(topology, src, dst)
         alpha = lm.alpha_us(nbytes) + lm.load_us(busy_on[topology.place(src).node])
         bound = lm.regime(nbytes).beta_bytes_per_s * 1e-6

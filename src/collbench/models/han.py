@@ -37,7 +37,7 @@ def sub_topologies(topo: Topology) -> tuple[Topology, Topology]:
     nodes = len({p.node for p in topo.places})
     cores = topo.cores or -(-ppn // topo.sockets)
     low = Topology(ppn, 1, ppn, topo.sockets, cores,
-                   "socket" if topo.mapping == "socket" else "core")
+                   "socket" if topo.mapping == "socket" else "core", topo.sockets_per_package)
     up = Topology(nodes, nodes, 1, topo.sockets, cores, "node")
     return low, up
 

@@ -167,6 +167,8 @@ class P2PModel:
     sharing: Sharing | None = None
 
     def level(self, level: str) -> LevelModel:
+        if level == "package" and level not in self.levels:
+            level = "socket"  # a model without the package level: inter-socket's numbers
         try:
             return self.levels[level]
         except KeyError:

@@ -2,7 +2,8 @@
 the same parameters drive `run --backend simgrid` and `model predict --platform`.
 
 The platform is read once, by platforms.model.load_cluster; nothing here parses it. Per
-level (intra_socket -> core, inter_socket -> socket, inter_node -> node):
+level (intra_socket -> core, inter_socket -> socket, inter_package -> package, inter_node ->
+node; a platform without inter_package prices messages between packages as inter_socket):
 
 - network time t(m) = latency_us · lat_factor(m) + m / (bandwidth_mbs · bw_factor(m)): one
   Hockney regime per entry of the factor tables (a table entry applies from its size on,
@@ -30,7 +31,8 @@ from collbench.models.predict import Shape
 from collbench.platforms.model import Cluster, Level, load_cluster
 
 # platform level -> the models' level
-LEVELS: Final = {"intra_socket": "core", "inter_socket": "socket", "inter_node": "node"}
+LEVELS: Final = {"intra_socket": "core", "inter_socket": "socket", "inter_package": "package",
+                  "inter_node": "node"}
 
 
 def _at(table: list[tuple[int, float]], size: int) -> float:
@@ -60,7 +62,8 @@ def from_cluster(cluster: Cluster, source: str = "") -> tuple[P2PModel, Shape]:
     sharing = Sharing(memory.receiver_copies, memory.socket_bandwidth_mbs)  # MB/s = B/µs
     return (P2PModel(levels, 0.0, {"origin": "platform", "platform": cluster.name,
                                    **({"file": source} if source else {})}, sharing),
-            Shape(cluster.sockets_per_node, cluster.cores_per_socket))
+            Shape(cluster.sockets_per_node, cluster.cores_per_socket,
+                  cluster.sockets_per_package if cluster.packages_per_node > 1 else None))
 
 
 def read_platform(ref: str | Path) -> tuple[P2PModel, Shape]:

@@ -52,6 +52,7 @@ class Shape:
 
     sockets: int = 2
     cores_per_socket: int | None = None
+    sockets_per_package: int | None = None  # a platform's packages (models price them apart)
 
 
 def topology(nprocs: int, nodes: int | None, ppn: int | None, mapping: str | None,
@@ -65,7 +66,10 @@ def topology(nprocs: int, nodes: int | None, ppn: int | None, mapping: str | Non
     ppn = max(ppn, -(-nprocs // nodes))
     sockets = max(1, shape.sockets)
     cores = max(shape.cores_per_socket or 1, -(-ppn // sockets))
-    return Topology(nprocs, nodes, ppn, sockets, cores, mapping)
+    per_package = shape.sockets_per_package
+    if per_package is not None and (per_package >= sockets or sockets % per_package):
+        per_package = None  # not this machine's grouping: one package
+    return Topology(nprocs, nodes, ppn, sockets, cores, mapping, per_package)
 
 
 def placement(nprocs: int, nodes: int | None, ppn: int | None) -> tuple[int, int]:

@@ -41,6 +41,9 @@ class Topology:
     sockets: int = 1  # per node
     cores: int | None = None  # per socket; None: enough for ppn
     mapping: str = "core"
+    # Sockets per package (processor), consecutive; None: one package. Only the cost of a
+    # message looks at packages (link_level); its level stays "socket" (explain, monitoring).
+    sockets_per_package: int | None = None
     places: tuple[Place, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -79,6 +82,16 @@ class Topology:
         if pa.node != pb.node:
             return "node"
         return "core" if pa.socket == pb.socket else "socket"
+
+    def link_level(self, a: int, b: int) -> str:
+        """The level whose p2p model prices a message from a to b: level(), except "package"
+        for two sockets of one node in different packages (P2PModel.level falls back to
+        "socket" when a model has no package level)."""
+        level, per = self.level(a, b), self.sockets_per_package
+        if level == "socket" and per and \
+                self.places[a].socket // per != self.places[b].socket // per:
+            return "package"
+        return level
 
     def levels_used(self) -> set[str]:
         """The levels at least one pair of ranks talks over."""

@@ -24,6 +24,7 @@ Method (docs/simgrid.md, "Calibration"):
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -311,6 +312,48 @@ def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
         result.notes.append(f"not measured, kept from {base.name}: {', '.join(kept)}")
     result.cluster = cluster.model_copy(update={"calibration": _summary(result, source)})
     return result
+
+
+def with_package(cluster: Cluster, measured: Points, inter_socket: Points,
+                 notes: list[str]) -> Cluster:
+    """`cluster` with an inter_package level: inter_socket's (bandwidth, factors' shape,
+    overheads, load) plus the latency the package hop adds, the median of measured
+    inter_package − inter_socket over the sizes both hold. A published cross-package
+    ping-pong is often one size (orfeo-epyc's: 2 B), which fits no bandwidth; the hop is
+    one more link on the way, so it adds latency at every size. Not simulated: the
+    ping-pong is inter_socket's (simulated and checked) plus this latency, exactly."""
+    xs = cluster.levels.inter_socket
+    if xs is None or cluster.packages_per_node < 2:
+        raise UserError(f"--from {cluster.name}: the results have inter-package ping-pongs "
+                        "(mapping package) but the platform has one package per node; valid: "
+                        "a description with sockets_per_package below sockets_per_node and "
+                        "inter-socket ping-pongs")
+    _check_times({"inter_package": measured}, "measured")
+    both = sorted(set(measured) & set(inter_socket))
+    if not both:
+        raise UserError(f"inter_package ping-pong at {', '.join(map(str, sorted(measured)))} "
+                        "B: no inter-socket ping-pong at these sizes; valid: both levels "
+                        "measured at one size at least")
+    hop = statistics.median(measured[s] - inter_socket[s] for s in both)
+    if hop < 0:
+        raise UserError(f"inter_package ping-pong: {hop:.3g} µs faster than inter_socket at "
+                        f"{', '.join(map(str, both))} B; valid: a cross-package time at least "
+                        "the inter-socket one (the message also leaves its socket)")
+    lat = xs.latency_us
+
+    def through(table: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        # lat·f + hop = (lat + hop)·f': each size's route latency gains the hop
+        return [(b, _factor((f * lat + hop) / (lat + hop))) for b, f in table]
+
+    level = Level.model_validate({**xs.model_dump(), "latency_us": lat + hop,
+                                  "lat_factor": through(xs.lat_factor)})
+    notes.append(f"inter_package: inter_socket + {hop:.3g} µs (median of measured "
+                 f"inter_package − inter_socket at {', '.join(map(str, both))} B; bandwidth, "
+                 "overheads and load are inter_socket's)")
+    return cluster.model_copy(update={
+        "levels": cluster.levels.model_copy(update={"inter_package": level}),
+        "calibration": {**cluster.calibration, "inter_package_hop_us": round(hop, 6),
+                        "inter_package_sizes": both}})
 
 
 def _corrected(tables: Tables, measured: Points, simulated: Points,

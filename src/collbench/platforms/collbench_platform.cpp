@@ -12,7 +12,9 @@
  *                         collbench/overhead/<level> = "send_s:recv_s", or size-dependent
  *                         "from_bytes:send_s:recv_s;..." (optional; linear between entries)
  * Hosts are named node<N>-c<K> (core K of node N, socket K / C): same node and socket =
- * intra_socket, same node = inter_socket, else inter_node. SMPI adds a 16-byte envelope to
+ * intra_socket, same node = inter_socket, else inter_node; with collbench/sockets_per_package
+ * = P (set only when the platform has an inter_package level), two sockets of one node in
+ * different packages (socket / P) = inter_package. SMPI adds a 16-byte envelope to
  * every message; the tables are written for the payload, as collbench measures it.
  * Overheads (LogGP o_s, o_r) become SMPI's per-operation cost callbacks: the sender of
  * MPI_Send/MPI_Isend and the receiver of MPI_Recv spend that much simulated time per
@@ -42,7 +44,8 @@ namespace sg4 = simgrid::s4u;
 namespace {
 
 constexpr double ENVELOPE = 16.0;
-const char* const LEVELS[3] = {"intra_socket", "inter_socket", "inter_node"};
+constexpr int NLEVELS = 4; // indices: 0 intra_socket, 1 inter_socket, 2 inter_node, 3 inter_package
+const char* const LEVELS[NLEVELS] = {"intra_socket", "inter_socket", "inter_node", "inter_package"};
 
 using Table = std::vector<std::pair<double, double>>; // (from payload bytes, factor)
 
@@ -54,11 +57,12 @@ struct Overhead {
 using Overheads = std::vector<Overhead>; // ascending; empty = none
 
 struct Tables {
-  int cores_per_socket = 1;
-  Table lat[3];
-  Table bw[3];
-  Overheads over[3];
-  Table load[3];              // (busy cores, extra seconds); empty = none
+  int cores_per_socket    = 1;
+  int sockets_per_package = 0; // 0: no inter_package level
+  Table lat[NLEVELS];
+  Table bw[NLEVELS];
+  Overheads over[NLEVELS];
+  Table load[NLEVELS];        // (busy cores, extra seconds); empty = none
   std::vector<int> busy;      // per node: cores running a rank (filled on first use)
 };
 
@@ -152,7 +156,12 @@ int level_of(const Tables& t, const sg4::Host* src, const sg4::Host* dst)
     return 2;
   if (sn != dn)
     return 2;
-  return (sc / t.cores_per_socket == dc / t.cores_per_socket) ? 0 : 1;
+  long ss = sc / t.cores_per_socket, ds = dc / t.cores_per_socket;
+  if (ss == ds)
+    return 0;
+  if (t.sockets_per_package > 0 && ss / t.sockets_per_package != ds / t.sockets_per_package)
+    return 3;
+  return 1;
 }
 
 /* "busy:seconds;..." (empty when absent) */
@@ -210,17 +219,19 @@ void load_platform(const sg4::Engine& e)
   auto tables        = std::make_shared<Tables>();
   const char* cps    = zone->get_property("collbench/cores_per_socket");
   tables->cores_per_socket = cps ? std::max(1, std::atoi(cps)) : 1;
-  for (int i = 0; i < 3; i++) {
+  const char* spp          = zone->get_property("collbench/sockets_per_package");
+  tables->sockets_per_package = spp ? std::max(0, std::atoi(spp)) : 0;
+  for (int i = 0; i < NLEVELS; i++) {
     tables->lat[i] = parse_table(zone->get_property(std::string("collbench/lat-factor/") + LEVELS[i]));
     tables->bw[i]  = parse_table(zone->get_property(std::string("collbench/bw-factor/") + LEVELS[i]));
   }
   bool load = false;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < NLEVELS; i++) {
     tables->load[i] = parse_load(zone->get_property(std::string("collbench/load-latency/") + LEVELS[i]));
     load |= not tables->load[i].empty();
   }
   bool overheads = false;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < NLEVELS; i++) {
     tables->over[i] = parse_overheads(zone->get_property(std::string("collbench/overhead/") + LEVELS[i]));
     overheads |= not tables->over[i].empty();
   }

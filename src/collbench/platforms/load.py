@@ -52,11 +52,15 @@ def parse_barrier(items: list[str], where: str = "--load-barrier") -> BarrierTim
 
 
 def with_load(cluster: Cluster, rows: list[tuple[int, float]]) -> Cluster:
-    level = cluster.level(LEVEL)
-    assert level is not None
-    fitted = Level.model_validate({**level.model_dump(), "load_latency_us": rows})
-    return cluster.model_copy(update={"levels": cluster.levels.model_copy(
-        update={LEVEL: fitted})})
+    """`cluster` with these load rows on inter_socket, and on inter_package when it has one
+    (a message between packages crosses the same loaded fabric on its way)."""
+    update = {}
+    for name in (LEVEL, "inter_package"):
+        level = cluster.level(name)
+        if level is not None:
+            update[name] = Level.model_validate({**level.model_dump(), "load_latency_us": rows})
+    assert LEVEL in update
+    return cluster.model_copy(update={"levels": cluster.levels.model_copy(update=update)})
 
 
 def _monotone(values: list[float]) -> list[float]:

@@ -7,7 +7,9 @@ latencies 0 to 1 s, factors 1e-3 to 1e3, sizes and thresholds 0 to 2^40 bytes, c
 2^17, oversubscription 1 to 1000, [calibration] numbers -1e18 to 1e18. The numbers per
 level are what a ping-pong between two ranks measures at that level (OSU's one-way latency
 and bandwidth in MB/s = 1e6 B/s): `intra_socket` (two cores of one socket), `inter_socket`
-(two sockets of one node), `inter_node` (two nodes). Per level, `send_overhead_us` /
+(two sockets of one node), optionally `inter_package` (two sockets of one node in different
+packages, `sockets_per_package`; absent: inter_socket's numbers), `inter_node` (two
+nodes). Per level, `send_overhead_us` /
 `recv_overhead_us` / `overhead_per_size` are the CPU time per message (LogGP o_s, o_r, part
 of latency_us), `lat_factor` / `bw_factor` the size-dependent corrections of the link,
 `load_latency_us` the latency a message gains when more cores of its node are busy than a
@@ -48,6 +50,10 @@ from collbench.spec.simgrid import cfg_problem
 
 TOPOLOGIES: Final = ("flat", "fat-tree")
 LEVELS: Final = ("intra_socket", "inter_socket", "inter_node")
+# The levels a platform may describe: LEVELS plus `inter_package` (two sockets of one node
+# in different packages, when a node's sockets are grouped: an EPYC's CCXs in its two
+# processors). Monitoring and explain count an inter-package message as inter-socket.
+PLATFORM_LEVELS: Final = ("intra_socket", "inter_socket", "inter_package", "inter_node")
 MAX_CORES: Final = 1 << 17  # beyond this SMPI's one-process simulation is out of reach
 MAX_BYTES: Final = 1 << 40  # sizes and thresholds (a message is at most 1 GiB: spec)
 MAX_FACTORS: Final = 1024  # entries of a factor table (calibrate writes one per size)
@@ -297,6 +303,7 @@ class Level(_Table):
 class Levels(_Table):
     intra_socket: Level
     inter_socket: Level | None = None
+    inter_package: Level | None = None
     inter_node: Level | None = None
 
 
@@ -345,6 +352,9 @@ class Cluster(_Table):
     nodes: Count
     sockets_per_node: Count
     cores_per_socket: Count
+    # Sockets grouped into packages (processors): consecutive sockets, this many each;
+    # None = one package per node. Messages between packages use levels.inter_package.
+    sockets_per_package: Count | None = None
     levels: Levels
     topology: Topology = Field(default_factory=Topology)
     smpi: Smpi = Field(default_factory=Smpi)
@@ -367,9 +377,37 @@ class Cluster(_Table):
             raise _Problem(f"levels.inter_node.latency_us: {node.latency_us:g} is below "
                            f"levels.inter_socket.latency_us ({xs.latency_us:g}); a message "
                            "leaving the node also leaves its socket")
+        self._packages_consistent()
         if self.topology.kind == "fat-tree" and self.topology.nodes_per_leaf is None:
             raise _Problem("topology.nodes_per_leaf: required for a fat-tree")
         return self
+
+    def _packages_consistent(self) -> None:
+        per, sockets = self.sockets_per_package, self.sockets_per_node
+        if per is not None and (per > sockets or sockets % per):
+            divisors = [d for d in range(1, sockets + 1) if sockets % d == 0]
+            shown = ", ".join(map(str, divisors[:12])) + (", ..." if len(divisors) > 12 else "")
+            raise _Problem(f"sockets_per_package: {per} does not divide sockets_per_node "
+                           f"({sockets}); valid: {shown}")
+        pkg, xs = self.levels.inter_package, self.levels.inter_socket
+        if pkg is None:
+            return
+        if self.packages_per_node < 2:
+            raise _Problem("levels.inter_package: needs packages: set sockets_per_package "
+                           f"below sockets_per_node ({sockets}), or remove the level")
+        if xs is not None and pkg.latency_us < xs.latency_us:
+            raise _Problem(f"levels.inter_package.latency_us: {pkg.latency_us:g} is below "
+                           f"levels.inter_socket.latency_us ({xs.latency_us:g}); a message "
+                           "between packages also leaves its socket")
+
+    @property
+    def packages_per_node(self) -> int:
+        return self.sockets_per_node // (self.sockets_per_package or self.sockets_per_node)
+
+    def package_level(self) -> Level | None:
+        """The level of two sockets in different packages: inter_package, or inter_socket
+        when the platform does not describe it."""
+        return self.levels.inter_package or self.levels.inter_socket
 
     @property
     def cores_per_node(self) -> int:
@@ -385,14 +423,16 @@ class Cluster(_Table):
 
     def calibrated(self) -> bool:
         return any(lv is not None and lv.calibrated()
-                   for lv in (self.level(name) for name in LEVELS))
+                   for lv in (self.level(name) for name in PLATFORM_LEVELS))
 
     def summary(self) -> str:
         topo = self.topology.kind
         if topo == "fat-tree":
             topo += (f" ({self.topology.nodes_per_leaf} nodes/leaf, "
                      f"{self.topology.oversubscription:g}:1)")
-        return (f"{self.nodes} nodes × {self.sockets_per_node} sockets × "
+        packages = (f" ({self.packages_per_node} packages)" if self.packages_per_node > 1
+                    else "")
+        return (f"{self.nodes} nodes × {self.sockets_per_node} sockets{packages} × "
                 f"{self.cores_per_socket} cores = {self.cores} cores, {topo}")
 
 

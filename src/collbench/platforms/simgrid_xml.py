@@ -10,7 +10,9 @@ routes:
   = the larger of inter_socket and inter_node): traffic leaving the socket;
 - the sockets' gateways are joined by a "bus" (FATPIPE: inter_socket bandwidth per flow)
   and reach the node's network card over a "pcie" link carrying the rest of the
-  inter-node latency.
+  inter-node latency; with packages (sockets_per_package), a route between gateways of
+  different packages also crosses the "xgmi" link (FATPIPE, inter_package bandwidth, the
+  inter_package latency beyond inter_socket's; a flow also crosses the bus).
 Nodes hang off switch zones: flat = one switch; fat-tree = leaf switches (one per
 `nodes_per_leaf` nodes) under a spine. Each node's "nic" link (inter_node bandwidth,
 SPLITDUPLEX: the node's flows share it per direction) joins it to its switch; leaves reach
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr
 
-from collbench.platforms.model import LEVELS, Cluster, Level
+from collbench.platforms.model import PLATFORM_LEVELS, Cluster, Level
 
 SMPI_ENVELOPE = 16  # bytes SMPI adds to every message (factors are looked up with them)
 DETACHED_DEFAULT = 65536  # SMPI's default smpi/send-is-detached-thresh
@@ -125,8 +127,11 @@ def _node_zone(cluster: Cluster, n: int, out: list[str]) -> None:
     cores = range(cluster.cores_per_node)
     external = sockets > 1 or cluster.nodes > 1
     xs_lat = lv.inter_socket.latency_us if (lv.inter_socket and sockets > 1) else 0.0
-    dma_bw = max(level.bandwidth_mbs for level in (lv.inter_socket, lv.inter_node)
+    dma_bw = max(level.bandwidth_mbs for level in (lv.inter_socket, lv.inter_package,
+                                                    lv.inter_node)
                  if level is not None) if external else 0.0
+    per_package = cluster.sockets_per_package or sockets
+    pkg = lv.inter_package if cluster.packages_per_node > 1 else None
     ind = "    "
     out.append(f'  <zone id="{node}" routing="Floyd">')
     out += [f'{ind}<host id="{host_id(n, k)}" speed="1Gf"/>' for k in cores]
@@ -152,6 +157,9 @@ def _node_zone(cluster: Cluster, n: int, out: list[str]) -> None:
                 for j in range(sockets)]
     if lv.inter_socket is not None and sockets > 1:
         out.append(ind + _link(f"{node}-bus", lv.inter_socket.bandwidth_mbs, 0, "FATPIPE"))
+    if pkg is not None:  # the package-to-package hop: what inter_package adds
+        out.append(ind + _link(f"{node}-xgmi", pkg.bandwidth_mbs, pkg.latency_us - xs_lat,
+                               "FATPIPE"))
     if lv.inter_node is not None and cluster.nodes > 1:
         rest = max(lv.inter_node.latency_us - xs_lat, 0.0) / 2
         out.append(ind + _link(f"{node}-pcie", _FAST, rest, "FATPIPE"))
@@ -170,9 +178,13 @@ def _node_zone(cluster: Cluster, n: int, out: list[str]) -> None:
     def entering(j: int) -> list[tuple[str, str]]:
         return [(f"{node}-s{j}-fabric", "DOWN")] if fabric else []
 
+    def across(j: int, i: int) -> list[tuple[str, str]]:
+        hop = pkg is not None and j // per_package != i // per_package
+        return [(f"{node}-bus", ""), *([(f"{node}-xgmi", "")] if hop else [])]
+
     if sockets > 1:
         out += [ind + _gateway_route(f"{node}-x{j}", f"{node}-x{i}",
-                                     [*leaving(j), (f"{node}-bus", ""), *entering(i)])
+                                     [*leaving(j), *across(j, i), *entering(i)])
                 for j in range(sockets) for i in range(j + 1, sockets)]
     if cluster.nodes > 1:
         out += [ind + _gateway_route(f"{node}-x{j}", f"{node}-nic",
@@ -236,7 +248,10 @@ def platform_xml(cluster: Cluster) -> str:
                                 for k, v in items), "  </config>"]
     out += [f'  <zone id="cluster-{cluster.name}" routing="Floyd">',
             f'    <prop id="collbench/cores_per_socket" value="{cluster.cores_per_socket}"/>']
-    for name in LEVELS:
+    if cluster.levels.inter_package is not None and cluster.packages_per_node > 1:
+        out.append(f'    <prop id="collbench/sockets_per_package" '
+                   f'value="{cluster.sockets_per_package}"/>')
+    for name in PLATFORM_LEVELS:
         level = cluster.level(name)
         if level is not None:
             out += [f'    <prop id="collbench/lat-factor/{name}" '

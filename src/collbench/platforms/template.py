@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from collbench.platforms.model import Cluster
+from collbench.platforms.model import PLATFORM_LEVELS, Cluster
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,7 @@ class Shape:
     cores: int = 12
     topology: str = "flat"
     nodes_per_leaf: int = 16
+    sockets_per_package: int | None = None  # None: one package per node
 
 
 # Per-level numbers of the template: ORFEO THIN's published ping-pongs (a real cluster's
@@ -59,7 +60,7 @@ source = "template numbers (ORFEO THIN's published ping-pongs): replace with you
 nodes = {shape.nodes}
 sockets_per_node = {shape.sockets}
 cores_per_socket = {shape.cores}
-
+{_packages(shape)}
 # `collbench platform calibrate` also writes, per level, size-dependent corrections
 # lat_factor / bw_factor = [[from_bytes, factor], ...] (latency × lat_factor, bandwidth ×
 # bw_factor for messages of at least from_bytes) so the simulated ping-pong follows the
@@ -96,15 +97,29 @@ cfg = []                # more SimGrid options for this platform, "key:value"
 """
 
 
+def _packages(shape: Shape) -> str:
+    """The package key and level, when the node's sockets are grouped into packages."""
+    if shape.sockets_per_package is None:
+        return ""
+    xs_lat, xs_bw = _LEVELS["inter_socket"]
+    return f"""sockets_per_package = {shape.sockets_per_package}  # consecutive sockets per package
+
+[levels.inter_package]  # two sockets in different packages of one node (--map-by package)
+latency_us = {xs_lat}
+bandwidth_mbs = {xs_bw:g}
+"""
+
+
 def cluster_toml(cluster: Cluster, header: str = "",
                  calibration: Mapping[str, Any] | None = None, exact: bool = False) -> str:
     """A description as TOML (used by calibrate), comments in `header` kept on top;
     `exact`: every float as Python spells it (it reads back bit for bit), not six digits."""
     out = [header.rstrip(), ""] if header else []
     for key in ("name", "description", "source", "nodes", "sockets_per_node",
-                "cores_per_socket"):
-        out.append(f"{key} = {_fmt(getattr(cluster, key), exact)}")
-    for level in ("intra_socket", "inter_socket", "inter_node"):
+                "cores_per_socket", "sockets_per_package"):
+        if getattr(cluster, key) is not None:
+            out.append(f"{key} = {_fmt(getattr(cluster, key), exact)}")
+    for level in PLATFORM_LEVELS:
         lv = cluster.level(level)
         if lv is not None:
             out += ["", f"[levels.{level}]", f"latency_us = {_float(lv.latency_us, exact)}",
