@@ -30,16 +30,19 @@ STARTUP_S: Final = 0.6  # mpirun, MPI_Init and MPI_Finalize of a local launch (^
 POINT_OVERHEAD_S: Final = 1.5e-3  # per point, beside its iterations
 OVERSUBSCRIBED_SLOWDOWN: Final = 4.0  # measured: np=4 on 2 cores against np=2
 SIM_STARTUP_S: Final = 0.15  # smpirun, the platform, the kernel's set-up
-# Start-up grows with the square of the ranks (measured: reduce at 512 ranks on jupiter,
-# 6 sizes, took 26 s a launch, about 8 s of it for the messages; 0.2 s at 16 ranks).
-SIM_RANK2_S: Final = 7e-5
-SIM_MESSAGE_S: Final = 50e-6  # per simulated message of an iteration
+# Start-up grows with the square of the ranks (SMPI's set-up of every rank and
+# communicator). SIM_RANK2_S and SIM_MESSAGE_S: least squares on the four SimGrid examples
+# on an idle machine (load 1.0-1.7 on 2 cores: actual / estimate 0.72-1.21;
+# docs/performance.md, "Honest time"); a loaded machine is busy_factor's.
+SIM_RANK2_S: Final = 5e-5
+SIM_MESSAGE_S: Final = 16e-6  # per simulated message of an iteration
 SIM_SEGMENT: Final = 32 << 10  # bytes per segment when the point leaves it to the MPI
 # SimGrid re-solves the bandwidth sharing of every message in flight whenever one starts or
 # ends, so a schedule that posts them all at once costs more per message: beyond this many,
 # in proportion (fitted on SMPI's iallgather and ialltoall at 48 ranks, P(P-1) = 2,256 at
-# once: 244 s and 140 s for 84 calls each under load, 1.43 and 0.82 × this estimate).
-SIM_IN_FLIGHT: Final = 128
+# once: 244 s and 140 s for 84 calls each at a load of about 4, 1.5 and 0.9 × this estimate
+# with busy_factor).
+SIM_IN_FLIGHT: Final = 64
 TRANSIENT_LOAD: Final = 1.0  # load average per core taken as passing work (busy_factor)
 
 
@@ -94,8 +97,8 @@ def busy_factor(ranks: int) -> float:
     The load average lags and counts short-lived work (compilers, collbench's own last
     command): up to one per core is taken as passing (measured: at a load of 1.5-1.9 on 2
     cores the local examples ran 0.7× the quiet estimate); if it was not, the launch is at
-    most (cores + ranks) / cores ≤ 2× slower than said. SimGrid's constants were fitted
-    across quiet and loaded runs: not applied there."""
+    most (cores + ranks) / cores ≤ 2× slower than said. SimGrid runs as one process:
+    ranks = 1 there."""
     load, cores = machine_load()
     others = max(0.0, load - TRANSIENT_LOAD * cores)
     return max(1.0, (others + min(ranks, cores)) / cores)
@@ -104,9 +107,9 @@ def busy_factor(ranks: int) -> float:
 def launch_seconds(nprocs: int, oversubscribe: bool, points: Sequence[PointLike],
                    simulated: bool, startup_s: float | None = None) -> float:
     """Modelled wall time of one launch (start-up included)."""
-    if simulated:
+    if simulated:  # one process, however many simulated ranks
         start = SIM_STARTUP_S + SIM_RANK2_S * nprocs**2 if startup_s is None else startup_s
-        return start + sum(point_seconds(p, nprocs, True) for p in points)
+        return start * busy_factor(1) + sum(point_seconds(p, nprocs, True) for p in points)
     work = sum(point_seconds(p, nprocs, False) for p in points)  # busy_factor included
     slow = OVERSUBSCRIBED_SLOWDOWN if oversubscribe else 1.0
     return (STARTUP_S if startup_s is None else startup_s) * busy_factor(nprocs) + work * slow
@@ -117,7 +120,7 @@ def point_seconds(point: PointLike, nprocs: int, simulated: bool) -> float:
     if not simulated:
         return (POINT_OVERHEAD_S + point.work_seconds(nprocs)) * busy_factor(nprocs)
     return (point.iterations + point.warmup) * sim_loops(point) * weighted(point, nprocs) \
-        * SIM_MESSAGE_S
+        * SIM_MESSAGE_S * busy_factor(1)
 
 
 def sim_loops(point: PointLike) -> int:
@@ -194,7 +197,7 @@ def describe(launches: Sequence[LaunchLike], simulated: bool) -> str:
                 f"{SIM_RANK2_S * 1e6:g} µs × ranks²) + {len(points)} points × warm-up and "
                 f"iterations ({runs:,} in all) × the messages each iteration simulates "
                 f"(by ranks, size, collective and segments: {sent:,} in all{crowd}) × "
-                f"{SIM_MESSAGE_S * 1e6:g} µs each")
+                f"{SIM_MESSAGE_S * 1e6:g} µs each{_loaded([1])}")
     over = sum(1 for la in launches if la.oversubscribe)
     work = sum(p.work_seconds(la.nprocs) for la in launches for p in la.points)
     text = (f"collbench's start {CAMPAIGN_S:g} s + {_launches(len(launches))} × "
@@ -204,13 +207,18 @@ def describe(launches: Sequence[LaunchLike], simulated: bool) -> str:
     if over:
         text += (f", × {OVERSUBSCRIBED_SLOWDOWN:g} in the {over} launches with more ranks "
                  "than cores")
+    return text + _loaded([la.nprocs for la in launches])
+
+
+def _loaded(ranks: Sequence[int]) -> str:
+    """The busy_factor term of describe(), '' on an idle machine."""
     load, cores = machine_load()
-    slowed = sorted({round(busy_factor(la.nprocs), 2) for la in launches} - {1.0})
-    if slowed:
-        text += (f", × {'-'.join(f'{f:g}' for f in (slowed[0], slowed[-1])[:len(slowed)])}"
-                 f" for the machine's other work (1-minute load average {load:.1f} on "
-                 f"{cores} cores: (load - {TRANSIENT_LOAD:g} × cores + ranks) / cores)")
-    return text
+    slowed = sorted({round(busy_factor(r), 2) for r in ranks} - {1.0})
+    if not slowed:
+        return ""
+    return (f", × {'-'.join(f'{f:g}' for f in (slowed[0], slowed[-1])[:len(slowed)])}"
+            f" for the machine's other work (1-minute load average {load:.1f} on "
+            f"{cores} cores: (load - {TRANSIENT_LOAD:g} × cores + ranks) / cores)")
 
 
 def _launches(n: int) -> str:
