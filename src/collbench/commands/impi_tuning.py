@@ -123,9 +123,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from collbench.tune.validate import render
 
     reading = impi_check.check(args.rules, None)
-    if not reading.ok or not reading.entries:
+    if not reading.ok:
         raise UserError(f"{args.rules}: Intel MPI would not read it as written; run "
                         f"`collbench rules check --impi {args.rules}`")
+    if not reading.entries:  # tune writes {} where Intel MPI's own choice won everywhere
+        raise UserError(f"{args.rules}: the file tunes no collective (Intel MPI would run "
+                        "its own choices with or without it): nothing to validate; valid: a "
+                        "file with at least one rule")
     if args.han is not None or placement_given(args):
         raise UserError("tune validate --impi: --han and host placement are Open MPI's; "
                         "valid: one node, without them")
