@@ -118,8 +118,9 @@ def test_bad_clock_skew_is_one_line(run_kernel: RunKernel) -> None:
 @pytest.mark.slow
 def test_simulation_is_exact_one_clock_and_one_batch(tmp_path: Path, sim_env: Path) -> None:
     """Under SimGrid every rank reads one clock (sync error 0), the first batch already has an
-    interval of zero width (to the doubles' last digits), and neither mode changes OSU's figures: the precision-driven launch
-    gives the fixed-count launch's avg_us to the last digit."""
+    interval of zero width (to the doubles' last digits), and neither mode changes OSU's
+    figures: the precision-driven launch gives the fixed-count launch's avg_us to the last
+    digit."""
     spec = tmp_path / "spec.toml"
     base = SIM_SPEC.format(extra="iterations = 50")
     spec.write_text(base)
