@@ -2,19 +2,23 @@
 
 For each example spec (local and SimGrid) and the README's one-liner, the estimate `plan`
 prints is read, the campaign is run, and ratio = actual wall time / estimate is printed
-(1 = exact; the target is 0.5-2). Usage: `python benchmarks/bench_estimate.py [NAME ...]`
-(names: the examples' file stems, `oneliner`).
+(1 = exact; the target is 0.5-2). Usage: `python benchmarks/bench_estimate.py [--busy N]
+[NAME ...]` (names: the examples' file stems, `oneliner`); `--busy N` runs them beside N
+busy loops, started a minute before the first case so that the load average `plan` reads
+has seen them.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from common import ROOT
@@ -51,17 +55,36 @@ def actual(args: list[str], out: Path) -> float:
     return time.monotonic() - start
 
 
-def main(names: Sequence[str] = ()) -> str:
-    lines = ["| case | estimate (s) | actual (s) | actual / estimate | load (1 min) |",
-             "|---|---|---|---|---|"]
-    with tempfile.TemporaryDirectory() as tmp:
+BUSY_WARMUP_S = 75.0  # the 1-minute load average reaches ~70 % of a new load in 75 s
+
+
+@contextlib.contextmanager
+def busy(loops: int) -> Iterator[None]:
+    """`loops` processes spinning on a core each, the cases run beside them."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(loops)]
+    try:
+        if procs:
+            time.sleep(BUSY_WARMUP_S)
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def main(names: Sequence[str] = (), loops: int = 0) -> str:
+    lines = ["| case | busy loops | estimate (s) | actual (s) | actual / estimate | "
+             "load (1 min) |", "|---|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp, busy(loops):
         for name in names or list(CASES):
             est = estimate(CASES[name])
             wall = actual(CASES[name], Path(tmp) / name)
             ratio = wall / est if est > 0 else float("inf")
             # The load the run met: on a shared machine it, not the model, may decide.
             load = os.getloadavg()[0]
-            lines.append(f"| {name} | {est:.0f} | {wall:.1f} | {ratio:.2f} | {load:.1f} |")
+            lines.append(f"| {name} | {loops} | {est:.0f} | {wall:.1f} | {ratio:.2f} | "
+                         f"{load:.1f} |")
             print(lines[-1], file=sys.stderr, flush=True)
     return "\n".join([
         "## Honest time: `plan`'s estimate against the wall time",
@@ -74,4 +97,10 @@ def main(names: Sequence[str] = ()) -> str:
 
 
 if __name__ == "__main__":
-    print(main(sys.argv[1:]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", choices=[*CASES, []], metavar="NAME",
+                        help=f"cases to run (default: all): {', '.join(CASES)}")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="run beside N busy loops (default 0: as the machine is)")
+    args = parser.parse_args()
+    print(main(args.names, args.busy))

@@ -333,9 +333,9 @@ def test_estimate_is_a_rough_positive_model() -> None:
     assert plan.estimate_seconds() == pytest.approx(plan.estimate_seconds(0)
                                                     + 2 * estimate.STARTUP_S)
     launches = sum(la.estimate_seconds(0) for la in plan.launches)
-    assert plan.estimate_seconds(0) == pytest.approx(estimate.CAMPAIGN_S + launches)
+    assert plan.estimate_seconds(0) == pytest.approx(estimate.campaign_seconds() + launches)
     over = make(body, cores=1)
-    assert over.estimate_seconds(0) - estimate.CAMPAIGN_S == pytest.approx(
+    assert over.estimate_seconds(0) - estimate.campaign_seconds() == pytest.approx(
         estimate.OVERSUBSCRIBED_SLOWDOWN * launches)
     fewer = make(body + "\niterations = 10\nwarmup = 1", cores=64)
     assert fewer.estimate_seconds(0) < plan.estimate_seconds(0)

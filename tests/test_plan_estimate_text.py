@@ -3,7 +3,11 @@ this plan (launches, points, warm-up and iterations, simulated messages), adding
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +17,7 @@ from collbench.cli import main
 from collbench.plan import Point, estimate
 from tests.test_plan import make
 
+MACHINE_LOAD = estimate.machine_load  # before the autouse fixture pins it
 BODY = 'collectives = ["bcast", "gather"]\nalgorithms = "default"\nnprocs = [2, 4]\n' \
        'sizes = [8, 1024]\niterations = 50\nwarmup = 5'
 
@@ -69,7 +74,8 @@ def test_plan_prints_the_terms(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out.splitlines()
     at = next(i for i, line in enumerate(out) if line.startswith("estimated time: "))
     assert "corrects it by the speed it measures" in out[at]
-    assert out[at + 1].startswith("  = collbench's start 2.5 s + 2 launch start-ups")
+    assert out[at + 1].startswith(
+        f"  = collbench's start {estimate.CAMPAIGN_S:g} s + 2 launch start-ups")
     assert numbers(out[at + 1])[3] == 8  # points: 2 collectives x 2 sizes x 2 launches
 
 
@@ -77,23 +83,64 @@ def test_other_work_on_the_machine_slows_local_launches_and_is_said(
         monkeypatch: pytest.MonkeyPatch) -> None:
     plan = make(BODY, cores=4)  # np=2 and np=4 on 4 cores: not oversubscribed
     quiet = [la.estimate_seconds() for la in plan.launches]
-    monkeypatch.setattr(estimate, "machine_load", lambda: (10.0, 4))  # load average 10
+    quiet_start = estimate.campaign_seconds()
+    monkeypatch.setattr(estimate, "machine_load", lambda: (6.0, 4))  # 6 others want a core
     loaded = [la.estimate_seconds() for la in plan.launches]
-    # 4 of the 10 taken as passing; each rank gets cores / (others + ranks) of a core
+    # each rank gets cores / (others + ranks) of a core
     assert [b / q for q, b in zip(quiet, loaded, strict=True)] == pytest.approx(
-        [(10 - 4 + la.nprocs) / 4 for la in plan.launches])
+        [(6 + la.nprocs) / 4 for la in plan.launches])
+    assert estimate.campaign_seconds() == pytest.approx(quiet_start * 7 / 4)  # one process
     # the live ETA moves by points: theirs are slowed alike
     assert [sum(la.point_seconds()) for la in plan.launches] == pytest.approx(
         [b - estimate.STARTUP_S * (6 + la.nprocs) / 4
          for la, b in zip(plan.launches, loaded, strict=True)])
     text = estimate.describe(plan.launches, simulated=False)
-    assert "× 2-2.5 for the machine's other work (1-minute load average 10.0 on 4 cores" in text
+    assert "× 1.75-2.5 for the machine's other work (6 other processes want a core now, " \
+           "4 cores" in text
     # SimGrid is one process: (6 + 1) / 4, said too
     sim = [la.estimate_seconds(simulated=True) for la in plan.launches]
     assert "× 1.75 for the machine's other work" in estimate.describe(plan.launches, True)
-    monkeypatch.setattr(estimate, "machine_load", lambda: (4.0, 4))  # passing work only
+    monkeypatch.setattr(estimate, "machine_load", lambda: (2.0, 4))  # room beside them
     assert [s / 1.75 for s in sim] == pytest.approx(
         [la.estimate_seconds(simulated=True) for la in plan.launches])
     assert "other work" not in estimate.describe(plan.launches, True)
+    monkeypatch.setattr(estimate, "machine_load", lambda: (0.0, 4))
     assert [la.estimate_seconds() for la in plan.launches] == quiet
     assert "other work" not in estimate.describe(plan.launches, simulated=False)
+
+
+def test_the_machines_other_work_is_what_wants_a_core_now() -> None:
+    """Real processes: three busy loops are counted (the autouse fixture pins the figure for
+    every other test; this one reads the machine). Other runs beside the suite only add."""
+    quiet = MACHINE_LOAD.__wrapped__()
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    try:
+        time.sleep(0.3)  # started and spinning
+        others, cores = MACHINE_LOAD.__wrapped__()
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    assert cores == len(os.sched_getaffinity(0))
+    assert others >= 3 and others == int(others)
+    assert quiet[1] == cores and quiet[0] >= 0
+
+
+def test_compute_sized_to_a_measured_time_is_slowed_twice(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel sizes `auto` compute to the pure time it measures (already slowed by the
+    machine's other work) and the compute then runs slowed too; microseconds run once."""
+    auto = Point("ibcast", "default", 0, 0, 0, 1024, 10, 1, test_calls=0, compute="auto")
+    fixed = replace(auto, compute="5us")
+    assert auto.relative_compute_seconds(2) > 0 and fixed.relative_compute_seconds(2) == 0
+    assert replace(auto, collective="bcast", test_calls=None,
+                   compute=None).relative_compute_seconds(2) == 0
+    quiet = {p: estimate.point_seconds(p, 2, False) for p in (auto, fixed)}
+    monkeypatch.setattr(estimate, "machine_load", lambda: (2.0, 2))  # factor 2
+    assert estimate.point_seconds(fixed, 2, False) == pytest.approx(2 * quiet[fixed])
+    assert estimate.point_seconds(auto, 2, False) == pytest.approx(
+        2 * (quiet[auto] + auto.relative_compute_seconds(2)))
+    plan = make('collectives = "ibcast"\nalgorithms = "default"\nnprocs = 2\nsizes = 1024\n'
+                'nonblocking = { compute = "auto" }', cores=2)
+    assert "twice for compute sized to the measured pure time" in estimate.describe(
+        plan.launches, simulated=False)

@@ -5,10 +5,11 @@ the row written) and (warm-up + iterations) × the point's modelled time (Point.
 ranks beyond the cores wait for a time slice at every step. SimGrid: the wall time is the
 simulator's, not the simulated one: start-up, a cost per simulated rank, and (warm-up +
 iterations) × the messages one iteration sends (ranks, size, the collective's shape and
-its segments) × a cost per message. The constants were fitted on this project's examples
-(benchmarks/bench_estimate.py; docs/performance.md, "Honest time"), between a quiet and a
-loaded run of the shared 2-core machine (the same launch took 0.4 s and 2 s): the live ETA
-then corrects them by the speed it measures.
+its segments) × a cost per message. The constants were fitted on an idle machine (least
+squares of the log ratio over the examples, the one-liner and campaigns that isolate each
+term: benchmarks/bench_estimate.py, docs/performance.md, "Honest time"); other work on the
+machine is busy_factor's, and the live ETA then corrects the estimate by the speed it
+measures.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from __future__ import annotations
 import functools
 import math
 import os
+import statistics
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Final, Protocol
 
 from collbench.catalog.collectives import COLLECTIVES, Kind
@@ -24,11 +28,15 @@ from collbench.catalog.collectives import COLLECTIVES, Kind
 # Backends whose wall time is the simulator's (analyse.stability.SIMULATED: a sibling layer).
 SIMULATED: Final = frozenset({"simgrid"})
 # collbench's own start before the first launch: Python, ompi_info, the kernel's build
-# check, placement trials (measured: 1.5-4 s over the examples, local and SimGrid).
-CAMPAIGN_S: Final = 2.5
-STARTUP_S: Final = 0.6  # mpirun, MPI_Init and MPI_Finalize of a local launch (^ofi)
-POINT_OVERHEAD_S: Final = 1.5e-3  # per point, beside its iterations
-OVERSUBSCRIBED_SLOWDOWN: Final = 4.0  # measured: np=4 on 2 cores against np=2
+# check, placement trials. Idle fit (with ALPHA_S, BETA_BYTES_PER_S of plan/model.py):
+# 1.56 s, 0.14 s per launch, 0.01 ms per point, 0.43 µs, 10.4 GB/s, 8× oversubscribed;
+# 14 campaigns within 0.76-1.38 of the rounded figures below.
+CAMPAIGN_S: Final = 1.5
+STARTUP_S: Final = 0.15  # mpirun, MPI_Init and MPI_Finalize of a local launch (^ofi)
+POINT_OVERHEAD_S: Final = 2e-5  # per point, beside its iterations
+# np=4 on 2 cores: every message waits for its peer's time slice (small messages 7×,
+# 1 MiB 3× the np=2 time; one factor for both).
+OVERSUBSCRIBED_SLOWDOWN: Final = 8.0
 SIM_STARTUP_S: Final = 0.15  # smpirun, the platform, the kernel's set-up
 # Start-up grows with the square of the ranks (SMPI's set-up of every rank and
 # communicator). SIM_RANK2_S and SIM_MESSAGE_S: least squares on the four SimGrid examples
@@ -43,7 +51,8 @@ SIM_SEGMENT: Final = 32 << 10  # bytes per segment when the point leaves it to t
 # once: 244 s and 140 s for 84 calls each at a load of about 4, 1.5 and 0.9 × this estimate
 # with busy_factor).
 SIM_IN_FLIGHT: Final = 64
-TRANSIENT_LOAD: Final = 1.0  # load average per core taken as passing work (busy_factor)
+RUNNABLE_SAMPLES: Final = 5  # machine_load: samples of the runnable count ...
+RUNNABLE_GAP_S: Final = 0.01  # ... this far apart (50 ms in all, once per process)
 
 
 class LaunchLike(Protocol):
@@ -77,31 +86,49 @@ class PointLike(Protocol):
     @property
     def hide_steps(self) -> int: ...
     def work_seconds(self, nprocs: int) -> float: ...
+    def relative_compute_seconds(self, nprocs: int) -> float: ...
 
 
 @functools.cache
 def machine_load() -> tuple[float, int]:
-    """(the 1-minute load average, the cores this process may use), read once per process:
-    before the first launch it is other work's, and the live ETA then stays consistent."""
+    """(the processes other than this one that want a core now, the cores this process may
+    use), read once per process: before the first launch it is other work's, and the live
+    ETA then stays consistent. The kernel's count of runnable tasks (/proc/loadavg's fourth
+    field), the median of a few samples, not the load average: that lags a minute behind
+    and still counts collbench's own last command (measured: beside 2 busy loops it read
+    2.0, the local examples ran 2.1-3.0× the idle estimate). Without that file, the 1-minute
+    load average less this process."""
+    cores = max(1, len(os.sched_getaffinity(0)))
+    counts: list[int] = []
+    for _ in range(RUNNABLE_SAMPLES):
+        try:
+            field = Path("/proc/loadavg").read_text().split()[3]
+            counts.append(int(field.split("/")[0]) - 1)  # this process is running
+        except (OSError, ValueError, IndexError):  # not Linux: the load average
+            break
+        time.sleep(RUNNABLE_GAP_S)
+    if counts:
+        return max(0.0, float(statistics.median(counts))), cores
     try:
-        load = os.getloadavg()[0]
-    except OSError:  # no load average on this system: as if idle
+        load = os.getloadavg()[0] - 1
+    except OSError:  # no load average either: as if idle
         load = 0.0
-    return max(0.0, load), max(1, len(os.sched_getaffinity(0)))
+    return max(0.0, load), cores
 
 
 def busy_factor(ranks: int) -> float:
     """How much slower `ranks` busy processes run beside the machine's other runnable work:
     each gets cores / (others + ranks) of a core when they are more than the cores
-    (measured: local launches 3.4-5.5× over the quiet estimate at a load of 10 on 2 cores).
-    The load average lags and counts short-lived work (compilers, collbench's own last
-    command): up to one per core is taken as passing (measured: at a load of 1.5-1.9 on 2
-    cores the local examples ran 0.7× the quiet estimate); if it was not, the launch is at
-    most (cores + ranks) / cores ≤ 2× slower than said. SimGrid runs as one process:
-    ranks = 1 there."""
-    load, cores = machine_load()
-    others = max(0.0, load - TRANSIENT_LOAD * cores)
+    (measured on 2 cores, local examples and the one-liner beside 2 and 4 busy loops:
+    1.5-3.0× and 1.1-1.8× the idle estimate, i.e. 0.75-1.5 and 0.4-0.6 of these factors).
+    SimGrid and collbench itself run as one process: ranks = 1 there."""
+    others, cores = machine_load()
     return max(1.0, (others + min(ranks, cores)) / cores)
+
+
+def campaign_seconds() -> float:
+    """collbench's own start before the first launch: one process, slowed like SimGrid's."""
+    return CAMPAIGN_S * busy_factor(1)
 
 
 def launch_seconds(nprocs: int, oversubscribe: bool, points: Sequence[PointLike],
@@ -118,7 +145,11 @@ def launch_seconds(nprocs: int, oversubscribe: bool, points: Sequence[PointLike]
 def point_seconds(point: PointLike, nprocs: int, simulated: bool) -> float:
     """Modelled wall time of one point (without the launch's start-up)."""
     if not simulated:
-        return (POINT_OVERHEAD_S + point.work_seconds(nprocs)) * busy_factor(nprocs)
+        # compute sized to a measured time is slowed twice (Point.relative_compute_seconds;
+        # measured beside 2 busy loops: the non-blocking example 2.4× the estimate without)
+        slow = busy_factor(nprocs)
+        return (POINT_OVERHEAD_S + point.work_seconds(nprocs)
+                + point.relative_compute_seconds(nprocs) * (slow - 1)) * slow
     return (point.iterations + point.warmup) * sim_loops(point) * weighted(point, nprocs) \
         * SIM_MESSAGE_S * busy_factor(1)
 
@@ -207,18 +238,21 @@ def describe(launches: Sequence[LaunchLike], simulated: bool) -> str:
     if over:
         text += (f", × {OVERSUBSCRIBED_SLOWDOWN:g} in the {over} launches with more ranks "
                  "than cores")
-    return text + _loaded([la.nprocs for la in launches])
+    twice = any(p.relative_compute_seconds(la.nprocs) for la in launches for p in la.points)
+    return text + _loaded([1, *(la.nprocs for la in launches)], twice)
 
 
-def _loaded(ranks: Sequence[int]) -> str:
-    """The busy_factor term of describe(), '' on an idle machine."""
-    load, cores = machine_load()
+def _loaded(ranks: Sequence[int], twice: bool = False) -> str:
+    """The busy_factor term of describe(), '' on an idle machine; `twice`: the plan has
+    compute sized to a measured time, which is slowed twice."""
+    others, cores = machine_load()
     slowed = sorted({round(busy_factor(r), 2) for r in ranks} - {1.0})
     if not slowed:
         return ""
     return (f", × {'-'.join(f'{f:g}' for f in (slowed[0], slowed[-1])[:len(slowed)])}"
-            f" for the machine's other work (1-minute load average {load:.1f} on "
-            f"{cores} cores: (load - {TRANSIENT_LOAD:g} × cores + ranks) / cores)")
+            f" for the machine's other work ({others:g} other processes want a core now, "
+            f"{cores} cores: (others + ranks) / cores"
+            f"{'; twice for compute sized to the measured pure time' if twice else ''})")
 
 
 def _launches(n: int) -> str:

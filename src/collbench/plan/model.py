@@ -37,11 +37,11 @@ MPIT: Final = "mpit"
 LAUNCH: Final = "launch"
 NONE: Final = "none"
 
-# Rough cost model of one iteration (Hockney): latency and bandwidth of one step; the
-# wall-time model around it (start-up, per-point cost, oversubscription, SimGrid) is in
-# plan/estimate.py.
-ALPHA_S: Final = 2e-6
-BETA_BYTES_PER_S: Final = 2e9
+# Rough cost model of one iteration (Hockney): latency and bandwidth of one step, fitted
+# with the wall-time model around it (start-up, per-point cost, oversubscription, SimGrid:
+# plan/estimate.py) on an idle machine: shared memory, np = 2.
+ALPHA_S: Final = 0.45e-6
+BETA_BYTES_PER_S: Final = 10e9
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,18 @@ class Point:
             per = (2 + k) * comm + _compute_seconds(self.compute, comm) + (
                 comm * (k + 1) / 2 if k else 0.0)
         return (self.iterations + self.warmup) * per
+
+    def relative_compute_seconds(self, nprocs: int) -> float:
+        """The part of work_seconds() that is dummy compute sized to the pure time the
+        kernel measures (compute auto or <v>x, the hide sweep): on a busy machine that time
+        is already slowed, and the compute is slowed again when it runs."""
+        if self.test_calls is None:
+            return 0.0
+        comm = self.modelled_seconds(nprocs)
+        k = self.hide_steps
+        sized = 0.0 if (self.compute or "auto").endswith("us") else \
+            _compute_seconds(self.compute, comm)
+        return (self.iterations + self.warmup) * (sized + (comm * (k + 1) / 2 if k else 0.0))
 
     def modelled_seconds(self, nprocs: int) -> float:
         """Modelled time of one iteration: α·⌈log2 P⌉ + bytes/β, plus OSU's barrier.
@@ -247,10 +259,10 @@ class Plan:
         return self.backend in estimate.SIMULATED
 
     def estimate_seconds(self, startup_s: float | None = None) -> float:
-        """Modelled wall time of the whole run: collbench's own start (estimate.CAMPAIGN_S)
-        and every launch (Launch.estimate_seconds)."""
+        """Modelled wall time of the whole run: collbench's own start
+        (estimate.campaign_seconds) and every launch (Launch.estimate_seconds)."""
         launches = sum(la.estimate_seconds(startup_s, self.simulated) for la in self.launches)
-        return (estimate.CAMPAIGN_S if self.launches else 0.0) + launches
+        return (estimate.campaign_seconds() if self.launches else 0.0) + launches
 
     def to_json(self) -> dict[str, Any]:
         return {"format": PLAN_FORMAT, "campaign": self.campaign, "seed": self.seed,
