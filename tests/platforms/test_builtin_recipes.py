@@ -30,7 +30,7 @@ def recipe(name: str) -> list[list[str]]:
 def test_recipe_blocks_are_found() -> None:
     epyc = recipe("orfeo-epyc")
     assert epyc[0][:2] == ["platform", "new"] and epyc[-1][:2] == ["platform", "calibrate"]
-    assert sum(c[0] == "ingest" for c in epyc) == 7
+    assert sum(c[0] == "ingest" for c in epyc) == 8
     thin = recipe("orfeo-thin")
     assert [c[0] for c in thin] == ["ingest", "ingest", "platform"]
 

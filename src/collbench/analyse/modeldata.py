@@ -319,3 +319,28 @@ def pingpong_medians(results: Path, min_sizes: int = 2) -> tuple[dict[str, Point
             raise UserError(f"{results}: {lv} ping-pong at one size only; a latency/"
                             "bandwidth fit needs at least two sizes")
     return measured, notes
+
+
+# One message at 2 ranks, as a collective run times it (platform calibrate --probe).
+PROBE_COLLECTIVES: Final = ("bcast", "scatter", "gather")
+
+
+def probe_medians(results: Path) -> dict[str, Points]:
+    """Median avg_us per level and size of the 2-rank bcast/scatter/gather points of a
+    results folder (every algorithm: at 2 ranks each is the root's one message)."""
+    found = [r for r in points.read(Store(results), collectives=PROBE_COLLECTIVES, nprocs=2,
+                                    ok=True) if r["avg_us"] is not None]
+    by_level: dict[str, dict[int, list[float]]] = {}
+    for r in found:
+        mapping = r["mapping"] or ("node" if (r["nodes"] or 0) >= 2 else None)
+        if mapping not in LEVEL_OF_MAPPING:
+            raise UserError(f"--probe: {results}: 2-rank rows with mapping {mapping!r} cannot "
+                            f"be placed on a level; valid: {', '.join(LEVEL_OF_MAPPING)}")
+        by_level.setdefault(LEVEL_OF_MAPPING[mapping], {}).setdefault(
+            int(r["size_bytes"]), []).append(float(r["avg_us"]))
+    if not by_level:
+        raise UserError(f"--probe: {results}: no ok 2-rank {'/'.join(PROBE_COLLECTIVES)} rows; "
+                        "valid: a results folder with such rows (measured, or OSU output "
+                        "ingested with --nprocs 2 and --mapping)")
+    return {lv: {s: statistics.median(v) for s, v in sorted(pts.items())}
+            for lv, pts in by_level.items()}

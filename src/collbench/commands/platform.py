@@ -106,6 +106,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         parse_barrier(args.load_barrier)
     measured, notes = (_p2p_points(args.results) if args.results.is_file()
                        else pingpong_medians(args.results))
+    probed = _probed(args, measured, notes)
     package = _package_points(args.inter_package, measured)
     overheads = _p2p_overheads(args.overheads or (args.results if args.results.is_file()
                                                   else None), notes, explicit=args.overheads)
@@ -124,9 +125,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                          + (f", {rows[-2][1]:.3g}/{rows[-2][2]:.3g} µs at {rows[-2][0]} B"
                             if len(rows) > 1 else "")
                          for lv, rows in per_size.items()))
-    elif args.sender_share != 0.5 or args.eager_limit != 4096:
-        raise UserError("--sender-share/--eager-limit: only with --overhead-share; valid: "
-                        "add --overhead-share LEVEL=SHARE")
+    elif args.sender_share != 0.5 or (args.eager_limit != 4096 and args.probe is None):
+        raise UserError("--sender-share/--eager-limit: only with --overhead-share (and "
+                        "--eager-limit with --probe); valid: add --overhead-share LEVEL=SHARE")
     if args.base is None:
         name = args.name or args.out.stem
         base = parse_cluster(new_template(Shape(name)), "template")
@@ -153,6 +154,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                           notes)
         if args.load_barrier:
             result.cluster = _loaded(args, result.cluster, root, notes)
+    if probed:
+        result.cluster = result.cluster.model_copy(update={"calibration": {
+            **result.cluster.calibration, "probe": str(args.probe),
+            "probe_ratios": [f"{lv} {m}={r:.4g}" for lv, rs in probed.items()
+                             for m, r in rs.items()]}})
     if table:
         print(table)
     header = (f"# {result.cluster.name}: calibrated by `collbench platform calibrate` from "
@@ -176,6 +182,25 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: simulated ping-pong within {result.max_error_pct():.2f} % of "
           "the measured one at every size")
     return 0
+
+
+def _probed(args: argparse.Namespace, measured: dict[str, dict[int, float]],
+            notes: list[str]) -> dict[str, dict[int, float]]:
+    """--probe: `measured` scaled in place above the eager limit by the 2-rank probe's
+    ratios (platforms/calibrate.with_probe); the ratios per level, for [calibration]."""
+    if args.probe is None:
+        return {}
+    from collbench.analyse.modeldata import probe_medians
+    from collbench.platforms.calibrate import with_probe
+
+    if not args.probe.is_dir():
+        raise UserError(f"--probe: {args.probe}: not a results folder; valid: a folder of "
+                        "2-rank bcast/scatter/gather rows")
+    before = {lv: dict(pts) for lv, pts in measured.items()}
+    measured.update(with_probe(measured, probe_medians(args.probe), args.eager_limit,
+                               str(args.probe), notes))
+    return {lv: {m: t / before[lv][m] for m, t in pts.items() if t != before[lv][m]}
+            for lv, pts in measured.items() if pts != before[lv]}
 
 
 def _package_points(folder: Path | None,
@@ -383,7 +408,8 @@ def add_parser(sub: options.Subparsers) -> None:
     s.add_argument("--eager-limit", type=options.count(0, 1 << 30), default=4096,
                    metavar="BYTES",
                    help="with --overhead-share: the largest message the overheads grow "
-                        "with (Open MPI's shared-memory eager limit, btl_sm/vader_eager_limit;"
+                        "with; with --probe: the largest left as the ping-pong measured it "
+                        "(Open MPI's shared-memory eager limit, btl_sm/vader_eager_limit;"
                         " default: 4096)")
     s.add_argument("--receiver-copies", action="store_true",
                    help="single-copy transfers are made by the receiver (Open MPI's shared "
@@ -402,6 +428,11 @@ def add_parser(sub: options.Subparsers) -> None:
                         "packages (ingested with --mapping socket; one size is enough): "
                         "the inter_package level is inter_socket's plus the measured "
                         "difference (the --from description needs sockets_per_package)")
+    s.add_argument("--probe", type=Path, metavar="RESULTS",
+                   help="a results folder of 2-rank bcast/scatter/gather (one message, timed "
+                        "as a collective run times it; --map-by gives the level): above "
+                        "--eager-limit, each probed level's ping-pong is scaled by the "
+                        "probe's ratio to it before the fit (docs/simgrid.md, \"Probe\")")
     s.add_argument("--load-barrier", action="append", metavar="NPROCS=US",
                    help="a barrier's min_us (OSU: the fastest rank's mean) at NPROCS ranks "
                         "--map-by core on the machine, repeated for a few counts: fits the "

@@ -24,6 +24,7 @@ Method (docs/simgrid.md, "Calibration"):
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -384,4 +385,51 @@ def _summary(result: Calibration, source: str) -> dict[str, Any]:
         out[f"max_error_pct_{lv}"] = round(max(abs(v) for v in e.values()), 3)
     if result.kept:
         out["levels_kept"] = result.kept
+    return out
+
+
+# --- a few-rank probe (--probe) -------------------------------------------------------------
+
+def probe_ratios(pingpong: Points, probe: Points, eager_limit: int) -> Points:
+    """Per ping-pong size above `eager_limit`: the probe's time over the ping-pong's, where
+    both measured a size, interpolated in log size between them and held beyond the ends.
+    Sizes up to the eager limit keep the ping-pong (ratio 1)."""
+    known = {s: probe[s] / pingpong[s] for s in sorted(probe) if s in pingpong
+             and s > eager_limit}
+    if not known:
+        return {}
+    sizes = sorted(known)
+    out: Points = {}
+    for m in (s for s in sorted(pingpong) if s > eager_limit):
+        if m <= sizes[0] or m >= sizes[-1]:
+            out[m] = known[sizes[0] if m <= sizes[0] else sizes[-1]]
+            continue
+        hi = next(i for i, s in enumerate(sizes) if s >= m)
+        lo_s, hi_s = sizes[hi - 1], sizes[hi]
+        w = math.log(m / lo_s) / math.log(hi_s / lo_s)
+        out[m] = known[lo_s] ** (1 - w) * known[hi_s] ** w
+    return out
+
+
+def with_probe(measured: dict[str, Points], probe: Mapping[str, Points], eager_limit: int,
+               source: str, notes: list[str]) -> dict[str, Points]:
+    """`measured` with each probed level's times above the eager limit scaled by the probe's
+    ratio (probe_ratios): what one message of a collective costs as OSU's collective loop
+    times it (a barrier between calls, the ranks' times averaged), where the single-copy
+    rendezvous runs; levels without a probe are left as measured."""
+    out = {lv: dict(pts) for lv, pts in measured.items()}
+    for lv, pts in probe.items():
+        if lv not in measured:
+            raise UserError(f"--probe: {source}: 2-rank rows on {lv} but no {lv} ping-pong; "
+                            f"valid: probes on the measured levels ({', '.join(measured)})")
+        ratios = probe_ratios(measured[lv], pts, eager_limit)
+        if not ratios:
+            raise UserError(f"--probe: {source}: no {lv} size above the eager limit "
+                            f"({eager_limit} B) that the ping-pong measured too; valid: "
+                            f"sizes from {eager_limit + 1} B among {sorted(measured[lv])}")
+        for m, r in ratios.items():
+            out[lv][m] = min(max(measured[lv][m] * r, TIMES[0]), TIMES[1])
+        notes.append(f"{lv}: above {eager_limit} B the ping-pong × the 2-rank probe's ratio "
+                     f"(--probe): " + ", ".join(f"{r:.2f} at {m} B" for m, r in
+                                                 ratios.items() if m in pts))
     return out
