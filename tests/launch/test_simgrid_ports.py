@@ -143,7 +143,7 @@ def test_segment_size_and_fanout_are_honoured(tmp_path: Path, sim_env: Path) -> 
     ('\n[run.simgrid]\nompi_version = "4.0"', '["default"]',
      "run.simgrid.ompi_version: Open MPI 4.0: no decision rules known; valid: 4.1, 5.0"),
     ('\n[run.simgrid]\nompi_version = "4.1"', '["sparbit"]',
-     "measure.algorithms[0]: 'sparbit' is not a allgather algorithm of openmpi 4.1; valid: "
+     "measure.algorithms[0]: 'sparbit' is not an allgather algorithm of openmpi 4.1; valid: "
      "default, linear (1), bruck (2), recursive_doubling (3), ring (4), neighbor (5), "
      "two_proc (6); SMPI's own: smpi:<name> (collbench algorithms --backend simgrid "
      "allgather)"),

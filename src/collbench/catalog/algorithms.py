@@ -72,7 +72,8 @@ class Catalog:
         valid = [DEFAULT] + [f"{a.name}" + (f" ({a.id})" if a.id is not None else "")
                              for a in algs]
         raise UserError(
-            f"{where}: {ref!r} is not a {collective} algorithm of {self.implementation} "
+            f"{where}: {ref!r} is not {'an' if collective[0] in 'aeiou' else 'a'} "
+            f"{collective} algorithm of {self.implementation} "
             f"{self.version}; valid: {', '.join(valid)}"
             f"{did_you_mean(str(ref), [a.name for a in algs])}"
         )
