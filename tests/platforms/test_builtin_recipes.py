@@ -59,6 +59,7 @@ def _same_levels(written: Cluster, name: str) -> None:
                                              builtin.cores_per_socket,
                                              builtin.sockets_per_package)
     assert written.memory == builtin.memory
+    assert written.smpi == builtin.smpi  # the rendezvous switch too
     for level in PLATFORM_LEVELS:
         w, b = written.level(level), builtin.level(level)
         assert (w is None) == (b is None), level

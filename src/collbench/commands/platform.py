@@ -247,7 +247,8 @@ def _loaded(args: argparse.Namespace, cluster: Cluster, root: Path,
 
 
 def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> Cluster:
-    """`base` with --receiver-copies / --socket-bandwidth in its [memory] table (terms a
+    """`base` with --receiver-copies / --socket-bandwidth in its [memory] table and
+    --rendezvous in its [smpi] one (terms a
     ping-pong cannot see: the calibration's ping-pong is the same with or without them)."""
     from collbench.platforms.model import Memory
 
@@ -256,6 +257,9 @@ def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> 
         update["receiver_copies"] = True
     if args.socket_bandwidth is not None:
         update["socket_bandwidth_mbs"] = args.socket_bandwidth
+    if args.rendezvous is not None:  # the protocol switch, before the ping-pong is fitted
+        base = base.model_copy(update={"smpi": base.smpi.model_copy(
+            update={"rendezvous_bytes": args.rendezvous})})
     if not update:
         return base
     memory = Memory.model_validate({**base.memory.model_dump(), **update})
@@ -428,6 +432,11 @@ def add_parser(sub: options.Subparsers) -> None:
                         "packages (ingested with --mapping socket; one size is enough): "
                         "the inter_package level is inter_socket's plus the measured "
                         "difference (the --from description needs sockets_per_package)")
+    s.add_argument("--rendezvous", type=options.count(1, 1 << 30), metavar="BYTES",
+                   help="blocking sends of BYTES or more wait for their receive, as the MPI's "
+                        "rendezvous does (Open MPI's shared-memory eager limit: 4096; [smpi] "
+                        "rendezvous_bytes; default: the --from description's, or SMPI's "
+                        "65536)")
     s.add_argument("--probe", type=Path, metavar="RESULTS",
                    help="a results folder of 2-rank bcast/scatter/gather (one message, timed "
                         "as a collective run times it; --map-by gives the level): above "

@@ -323,6 +323,11 @@ class Smpi(_Table):
                        "receive (smpi/async-small-thresh); 0 = SMPI's default. In SMPI 3.32 "
                        "an algorithm sending one peer messages on both sides of it can "
                        "deadlock (docs/simgrid.md).")
+    rendezvous_bytes: Bytes = Field(
+        0, description="Blocking sends of this many bytes or more wait for their receive, "
+                       "as an MPI's rendezvous protocol does (Open MPI's shared-memory "
+                       "eager limit: 4096; smpi/send-is-detached-thresh, the same threshold "
+                       "as `model predict --network mpi`); 0 = SMPI's default, 65536.")
     cfg: list[Annotated[str, AfterValidator(_cfg_item)]] = Field(default_factory=list)
 
 

@@ -73,6 +73,8 @@ def config_items(cluster: Cluster) -> list[tuple[str, str]]:
     if s.eager_threshold:
         items["smpi/async-small-thresh"] = str(s.eager_threshold)
         items["smpi/send-is-detached-thresh"] = str(max(s.eager_threshold, DETACHED_DEFAULT))
+    if s.rendezvous_bytes:  # the sender's side of the protocol switch, said on its own
+        items["smpi/send-is-detached-thresh"] = str(s.rendezvous_bytes)
     for c in s.cfg:
         key, _, value = c.partition(":")
         items[key] = value

@@ -145,6 +145,7 @@ def cluster_toml(cluster: Cluster, header: str = "",
                 f"hop_latency_us = {_fmt(float(t.hop_latency_us), exact)}"]
     s = cluster.smpi
     out += ["", "[smpi]", f"eager_threshold = {s.eager_threshold}",
+            *([f"rendezvous_bytes = {s.rendezvous_bytes}"] if s.rendezvous_bytes else []),
             f"cfg = {_fmt(list(s.cfg))}"]
     m = cluster.memory
     if m != type(m)():  # written only when it differs from the default (no sharing terms)

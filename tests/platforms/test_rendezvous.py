@@ -1,0 +1,80 @@
+"""[smpi] rendezvous_bytes (issue 25): blocking sends of that size or more wait for their
+receive, as an MPI's rendezvous does (SimGrid's send-is-detached-thresh); written by
+`platform calibrate --rendezvous`, read back, and (SimGrid) a root's blocking sends then
+wait for each receiver."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collbench.cli import main
+from collbench.platforms.model import parse_cluster
+from collbench.platforms.simgrid_xml import DETACHED_DEFAULT, config_items
+from collbench.platforms.template import cluster_toml
+from collbench.store import Store
+from tests.simgrid_support import SMALL, needs_smpi, small_platform
+
+RENDEZVOUS = SMALL + "\n[smpi]\nrendezvous_bytes = 4097\n"
+
+
+def test_the_threshold_is_simgrids_and_survives_a_write() -> None:
+    cluster = parse_cluster(RENDEZVOUS, "r.toml")
+    assert dict(config_items(cluster))["smpi/send-is-detached-thresh"] == "4097"
+    assert "smpi/send-is-detached-thresh" not in dict(config_items(parse_cluster(SMALL, "s")))
+    again = parse_cluster(cluster_toml(cluster, "# r"), "again.toml")
+    assert again.smpi.rendezvous_bytes == 4097
+    # beside an eager receive threshold, the send side is the one said
+    both = parse_cluster(SMALL + "\n[smpi]\neager_threshold = 1024\nrendezvous_bytes = 4097\n",
+                         "b.toml")
+    assert dict(config_items(both)) == {"smpi/async-small-thresh": "1024",
+                                        "smpi/send-is-detached-thresh": "4097"}
+    assert DETACHED_DEFAULT == 65536
+
+
+@pytest.mark.parametrize("value", ["-1", "4.5", '"x"'])
+def test_a_bad_threshold_is_one_line(tmp_path: Path, value: str,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(SMALL + f"\n[smpi]\nrendezvous_bytes = {value}\n")
+    assert main(["platform", "show", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "rendezvous_bytes" in err[0] and "bad.toml" in err[0]
+
+
+def _scatter_avg_us(platform: Path, tmp: Path, tag: str) -> float:
+    spec = tmp / f"{tag}.toml"
+    spec.write_text(f"""
+[campaign]
+name = "{tag}"
+[measure]
+collectives = ["scatter"]
+algorithms = ["basic_linear"]
+sizes = [32768]
+nprocs = [8]
+iterations = 2
+warmup = 1
+[run]
+backend = "simgrid"
+[run.simgrid]
+platform = "{platform}"
+ompi_version = "4.1"
+""")
+    assert main(["run", str(spec), "-o", str(tmp / tag)]) == 0
+    row = Store(tmp / tag).connect().execute(
+        "SELECT avg_us FROM measurements WHERE status = 'ok'").fetchone()
+    assert row is not None
+    return float(row[0])
+
+
+@needs_smpi
+def test_a_roots_blocking_sends_wait_for_each_receiver(tmp_path: Path,
+                                                       sim_env: Path) -> None:
+    """scatter basic_linear: the root's MPI_Send of 32 KiB per rank. Detached (SMPI's
+    default below 64 KiB) they leave back to back; from the threshold on, each waits until
+    its receiver has it, so the ranks' average grows."""
+    eager = _scatter_avg_us(small_platform(tmp_path), tmp_path, "eager")
+    (tmp_path / "r").mkdir()
+    waiting = _scatter_avg_us(small_platform(tmp_path / "r", RENDEZVOUS), tmp_path, "waiting")
+    assert waiting > 1.2 * eager
