@@ -183,7 +183,7 @@ def test_mpich_forces_nonblocking_algorithms_with_their_cvars() -> None:
     plan = make_plan(parse_spec(spec_text('["ibcast"]', extra), "s"), MPICH)
     envs = [dict(la.env) for la in plan.launches if la.selection == "launch"]
     assert envs and envs[0]["MPIR_CVAR_IBCAST_INTRA_ALGORITHM"] == "tsp_ring"
-    with pytest.raises(UserError, match="not a ibcast algorithm of mpich"):
+    with pytest.raises(UserError, match="not an ibcast algorithm of mpich"):
         make_plan(parse_spec(spec_text('["ibcast"]', 'algorithms = { ibcast = "ring" }'), "s"),
                   MPICH)
 
