@@ -78,3 +78,28 @@ def test_a_roots_blocking_sends_wait_for_each_receiver(tmp_path: Path,
     (tmp_path / "r").mkdir()
     waiting = _scatter_avg_us(small_platform(tmp_path / "r", RENDEZVOUS), tmp_path, "waiting")
     assert waiting > 1.2 * eager
+
+
+def test_model_predict_switches_where_the_platform_does() -> None:
+    """`model predict --platform` under --network mpi takes the platform's threshold (the
+    one its SimGrid runs use): a 4 KiB linear scatter is eager from the platform that says
+    4097, rendezvous (each send waits) from one that leaves it to the network's 4096."""
+    from collbench.models.networks import NETWORKS
+    from collbench.models.platform import from_cluster
+    from collbench.models.predict import predict_point, topology
+
+    eager_model, shape = from_cluster(parse_cluster(RENDEZVOUS, "r.toml"))
+    plain_model, _ = from_cluster(parse_cluster(SMALL, "s.toml"))
+    assert (eager_model.rendezvous, plain_model.rendezvous) == (4097, None)
+    topo = topology(8, 2, 4, "core", shape, "model")
+    eager, plain = (predict_point(m, topo, "scatter", "basic_linear", 4096,
+                                  net=NETWORKS["mpi"])[0] for m in (eager_model, plain_model))
+    assert plain > eager
+    # above both thresholds, the same protocol: the same prediction
+    assert predict_point(eager_model, topo, "scatter", "basic_linear", 8192,
+                         net=NETWORKS["mpi"]) == predict_point(
+        plain_model, topo, "scatter", "basic_linear", 8192, net=NETWORKS["mpi"])
+    # SimGrid's own network model keeps its threshold
+    assert predict_point(eager_model, topo, "scatter", "basic_linear", 4096,
+                         net=NETWORKS["smpi"]) == predict_point(
+        plain_model, topo, "scatter", "basic_linear", 4096, net=NETWORKS["smpi"])

@@ -165,6 +165,9 @@ class P2PModel:
     gamma_us_per_byte: float = 0.0
     source: Mapping[str, str] = field(default_factory=dict)
     sharing: Sharing | None = None
+    # A platform's [smpi] rendezvous_bytes: sends of this size or more wait for their
+    # receive under --network mpi (None: the network's own threshold, Open MPI's 4 KiB).
+    rendezvous: int | None = None
 
     def level(self, level: str) -> LevelModel:
         if level == "package" and level not in self.levels:

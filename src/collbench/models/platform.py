@@ -61,7 +61,8 @@ def from_cluster(cluster: Cluster, source: str = "") -> tuple[P2PModel, Shape]:
     memory = cluster.memory
     sharing = Sharing(memory.receiver_copies, memory.socket_bandwidth_mbs)  # MB/s = B/µs
     return (P2PModel(levels, 0.0, {"origin": "platform", "platform": cluster.name,
-                                   **({"file": source} if source else {})}, sharing),
+                                   **({"file": source} if source else {})}, sharing,
+                     cluster.smpi.rendezvous_bytes or None),
             Shape(cluster.sockets_per_node, cluster.cores_per_socket,
                   cluster.sockets_per_package if cluster.packages_per_node > 1 else None))
 

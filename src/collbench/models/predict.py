@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from collbench.catalog import han_plan, ompi_decisions
@@ -131,6 +131,7 @@ def predict_point(model: P2PModel, topo: Topology, collective: str, algorithm: s
                   net: Network = NETWORKS[DEFAULT_NETWORK],
                   version: str = DECISIONS_VERSION) -> tuple[float, float, float]:
     """(avg over ranks, min, max) predicted latency in µs."""
+    net = _with_rendezvous(model, net)
     alg = algorithm
     if algorithm == DEFAULT:  # the rules' choice, run with fanout 0: a chain is a pipeline
         choice = default_choice(topo, collective, size, version)
@@ -313,3 +314,12 @@ def launches(model: P2PModel, req: Request, name: str, model_name: str
             if got.rows:
                 out.append((lid, got.rows))
     return out, notes
+
+
+
+def _with_rendezvous(model: P2PModel, net: Network) -> Network:
+    """`net` with a platform's own rendezvous threshold under "mpi" (the one its SimGrid
+    runs use: [smpi] rendezvous_bytes)."""
+    if model.rendezvous is None or net.name != "mpi":
+        return net
+    return replace(net, rendezvous=model.rendezvous)
