@@ -83,6 +83,13 @@ def small_platform(tmp_path: Path, text: str = SMALL) -> Path:
 def linear_bcast_max_us(platform: Path, tmp: Path, tag: str, size: int,
                         ompi_version: str | None = None) -> float:
     """max_us of a simulated basic_linear bcast of `size` bytes at 8 ranks on `platform`."""
+    return simulated_us(platform, tmp, tag, size, ompi_version=ompi_version)
+
+
+def simulated_us(platform: Path, tmp: Path, tag: str, size: int,
+                 collective: str = "bcast", stat: str = "max_us",
+                 ompi_version: str | None = None) -> float:
+    """`stat` of a simulated basic_linear `collective` of `size` bytes at 8 ranks."""
     from collbench.cli import main
     from collbench.store import Store
 
@@ -92,7 +99,7 @@ def linear_bcast_max_us(platform: Path, tmp: Path, tag: str, size: int,
 [campaign]
 name = "{tag}"
 [measure]
-collectives = ["bcast"]
+collectives = ["{collective}"]
 algorithms = ["basic_linear"]
 sizes = [{size}]
 nprocs = [8]
@@ -105,6 +112,6 @@ platform = "{platform}"
 {version}""")
     assert main(["run", str(spec), "-o", str(tmp / tag)]) == 0
     con = Store(tmp / tag).connect()
-    row = con.execute("SELECT max_us FROM measurements WHERE status = 'ok'").fetchone()
+    row = con.execute(f"SELECT {stat} FROM measurements WHERE status = 'ok'").fetchone()
     assert row is not None
     return float(row[0])

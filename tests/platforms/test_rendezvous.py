@@ -13,8 +13,7 @@ from collbench.cli import main
 from collbench.platforms.model import parse_cluster
 from collbench.platforms.simgrid_xml import DETACHED_DEFAULT, config_items
 from collbench.platforms.template import cluster_toml
-from collbench.store import Store
-from tests.simgrid_support import SMALL, needs_smpi, small_platform
+from tests.simgrid_support import SMALL, needs_smpi, simulated_us, small_platform
 
 RENDEZVOUS = SMALL + "\n[smpi]\nrendezvous_bytes = 4097\n"
 
@@ -43,40 +42,17 @@ def test_a_bad_threshold_is_one_line(tmp_path: Path, value: str,
     assert len(err) == 1 and "rendezvous_bytes" in err[0] and "bad.toml" in err[0]
 
 
-def _scatter_avg_us(platform: Path, tmp: Path, tag: str) -> float:
-    spec = tmp / f"{tag}.toml"
-    spec.write_text(f"""
-[campaign]
-name = "{tag}"
-[measure]
-collectives = ["scatter"]
-algorithms = ["basic_linear"]
-sizes = [32768]
-nprocs = [8]
-iterations = 2
-warmup = 1
-[run]
-backend = "simgrid"
-[run.simgrid]
-platform = "{platform}"
-ompi_version = "4.1"
-""")
-    assert main(["run", str(spec), "-o", str(tmp / tag)]) == 0
-    row = Store(tmp / tag).connect().execute(
-        "SELECT avg_us FROM measurements WHERE status = 'ok'").fetchone()
-    assert row is not None
-    return float(row[0])
-
-
 @needs_smpi
 def test_a_roots_blocking_sends_wait_for_each_receiver(tmp_path: Path,
                                                        sim_env: Path) -> None:
     """scatter basic_linear: the root's MPI_Send of 32 KiB per rank. Detached (SMPI's
     default below 64 KiB) they leave back to back; from the threshold on, each waits until
     its receiver has it, so the ranks' average grows."""
-    eager = _scatter_avg_us(small_platform(tmp_path), tmp_path, "eager")
+    eager = simulated_us(small_platform(tmp_path), tmp_path, "eager", 32768, "scatter",
+                         "avg_us", "4.1")
     (tmp_path / "r").mkdir()
-    waiting = _scatter_avg_us(small_platform(tmp_path / "r", RENDEZVOUS), tmp_path, "waiting")
+    waiting = simulated_us(small_platform(tmp_path / "r", RENDEZVOUS), tmp_path, "waiting",
+                           32768, "scatter", "avg_us", "4.1")
     assert waiting > 1.2 * eager
 
 
