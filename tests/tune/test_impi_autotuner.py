@@ -30,6 +30,16 @@ def test_the_wall_time_reader_takes_any_meta_bytes(tmp_path_factory: pytest.Temp
     assert math.isfinite(total) and 2.5 <= total <= 2.5 + 1e9 and count in (1, 2)
 
 
+def test_an_empty_file_has_nothing_to_validate(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """What `tune --impi` writes when the default won everywhere: one line, exit 2."""
+    empty = tmp_path / "tuned.json"
+    empty.write_text("{}")
+    assert main(["tune", "validate", "--impi", str(empty), "-n", "2", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "tunes no collective" in err and str(empty) in err and len(err.splitlines()) == 1
+
+
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_the_file_and_the_autotuner_side_by_side(tmp_path: Path,
@@ -48,7 +58,7 @@ def test_the_file_and_the_autotuner_side_by_side(tmp_path: Path,
     assert main(["tune", str(res), "--impi", "--no-significance", "-o", str(tuned)]) == 0
     capsys.readouterr()
     if json.loads(tuned.read_text()) == {}:  # the default won at both sizes (noise decides)
-        assert main(["tune", "validate", "--impi", str(tuned), "-q"]) == 2
+        assert main(["tune", "validate", "--impi", str(tuned), "-n", "2", "-q"]) == 2
         assert "tunes no collective" in capsys.readouterr().err
         # a file as tune writes one where preset 1 won: the side by side below needs a rule
         tuned.write_text(json.dumps({"coll=Bcast": {"ppn=-1": {"comm_size=-1": {
