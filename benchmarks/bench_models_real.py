@@ -87,7 +87,8 @@ def main() -> str:
             "ping-pong fit (`model p2p`), --openmpi 4.1": (*fit, "--openmpi", "4.1"),
             "platform without [memory] sharing": (
                 "--platform", str(without(work, "no-memory", ("receiver_copies",
-                                                            "socket_bandwidth_mbs"))),
+                                                            "socket_bandwidth_mbs",
+                                                            "send_queue"))),
                 "--openmpi", "4.1"),
             "platform without per-message overheads": (
                 "--platform", str(without(work, "no-overheads", ("send_overhead_us",
@@ -96,6 +97,9 @@ def main() -> str:
                 "--openmpi", "4.1"),
             "platform without the load term": (
                 "--platform", str(without(work, "no-load", ("load_latency_us",))),
+                "--openmpi", "4.1"),
+            "platform without the send queue": (
+                "--platform", str(without(work, "no-queue", ("send_queue",))),
                 "--openmpi", "4.1"),
             "platform without the package level": (
                 "--platform", str(without_packages(work)), "--openmpi", "4.1"),

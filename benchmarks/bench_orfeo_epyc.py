@@ -6,7 +6,8 @@ with collbench's own commands end to end:
    (the recipe of docs/simgrid.md, "How orfeo-epyc was made", read from the docs);
 2. `collbench run --backend simgrid --platform orfeo-epyc` (the built-in calibrated from
    those ping-pongs) on a subset: bcast and scatter, every algorithm measured, 4 process
-   counts, 8 sizes, `--map-by core`;
+   counts, 8 sizes, `--map-by core`; again on a copy without its send queue ([memory]
+   send_queue: that term's share of the error);
 3. `collbench model p2p` on the ping-pongs and `collbench model predict` at the same points
    (`--sockets 32 --cores-per-socket 4`: the platform's CCX-as-socket shape);
 4. `collbench compare REAL --against SIM|MODEL --format json`: median and p95 |error| per
@@ -93,6 +94,12 @@ def prepare(work: Path) -> dict[str, float]:
         cli(*argv)
     wall["ingest"] = time.monotonic() - t
     wall["simgrid"] = run_campaign(spec(), work / "sim")
+    # the built-in without its send queue: that term's share of the error
+    builtin = ROOT / "src" / "collbench" / "platforms" / "builtin" / "orfeo-epyc.toml"
+    no_queue = work / "no-send-queue.toml"
+    no_queue.write_text("".join(line for line in builtin.read_text().splitlines(True)
+                                if not line.startswith("send_queue")))
+    wall["simgrid, no send queue"] = run_campaign(spec(str(no_queue)), work / "sim-no-queue")
     t = time.monotonic()
     cli("model", "p2p", work / "epyc-pp", "-o", work / "epyc.p2p.toml")
     cli("model", "predict", work / "epyc.p2p.toml", "--collective", ",".join(ALGORITHMS),
@@ -132,7 +139,7 @@ def ablation(work: Path) -> dict[str, dict[str, Any]]:
     recipe = recipe_calibrate()[1:]  # after "platform": calibrate results/epyc-pp -o ...
     # the calibration terms of the recipe; the variants have no packages (the built-in row
     # is the one with them)
-    options = _without(recipe[recipe.index("--from") + 2:], "--inter-package")
+    options = _without(recipe[recipe.index("--from") + 2:], "--inter-package", "--send-queue")
     overheads = _without(options, "--receiver-copies", "--socket-bandwidth", "--load-barrier")
     variants = {
         "no CCX level, no overheads, no sharing": (one_level, ("--sockets", "1", "--cores",
@@ -216,13 +223,14 @@ def main() -> None:
         wall = prepare(work)
         scored = {name: json.loads(cli("compare", work / "real", "--against", work / name,
                                        "--format", "json"))
-                  for name in ("sim", "model")}
+                  for name in ("sim", "sim-no-queue", "model")}
         print(cli("compare", work / "real", "--against", work / "sim"))
         ablated = ablation(work) if args.ablation else {}
     print("| prediction | points | median / p95 % | <= 1 KiB | 1-64 KiB | >= 64 KiB | "
           "same best | selection penalty median / p95 % |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, label in (("sim", "SimGrid, orfeo-epyc"), ("model", "model predict (mpi)")):
+    for name, label in (("sim-no-queue", "SimGrid, orfeo-epyc without the send queue"),
+                        ("sim", "SimGrid, orfeo-epyc"), ("model", "model predict (mpi)")):
         print("\n".join(summary_rows(label, scored[name])))
     print("\n| prediction | collective | algorithm | points | median / p95 % | median B/A | "
           "<= 1 KiB | 1-64 KiB | >= 64 KiB |")

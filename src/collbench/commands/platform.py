@@ -247,7 +247,8 @@ def _loaded(args: argparse.Namespace, cluster: Cluster, root: Path,
 
 
 def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> Cluster:
-    """`base` with --receiver-copies / --socket-bandwidth in its [memory] table and
+    """`base` with --receiver-copies / --socket-bandwidth / --send-queue in its [memory]
+    table and
     --rendezvous in its [smpi] one (terms a
     ping-pong cannot see: the calibration's ping-pong is the same with or without them)."""
     from collbench.platforms.model import Memory
@@ -257,6 +258,8 @@ def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> 
         update["receiver_copies"] = True
     if args.socket_bandwidth is not None:
         update["socket_bandwidth_mbs"] = args.socket_bandwidth
+    if args.send_queue:
+        update["send_queue"] = True
     if args.rendezvous is not None:  # the protocol switch, before the ping-pong is fitted
         base = base.model_copy(update={"smpi": base.smpi.model_copy(
             update={"rendezvous_bytes": args.rendezvous})})
@@ -267,7 +270,9 @@ def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> 
         [*(["a sender's concurrent single copies in parallel (receiver_copies)"]
            if memory.receiver_copies else []),
          *([f"{memory.socket_bandwidth_mbs:g} MB/s shared per socket and direction"]
-           if memory.socket_bandwidth_mbs else [])]))
+           if memory.socket_bandwidth_mbs else []),
+         *(["a sender's rendezvous sends leave one after another (send_queue)"]
+           if memory.send_queue else [])]))
     return base.model_copy(update={"memory": memory})
 
 
@@ -427,6 +432,12 @@ def add_parser(sub: options.Subparsers) -> None:
                         "all traffic entering it): osu_mbw_mr with every core of a socket "
                         "sending off it, or the processor's fabric bandwidth; 0 = no limit "
                         "([memory] socket_bandwidth_mbs; default: the --from description's)")
+    s.add_argument("--send-queue", action="store_true",
+                   help="a sender's non-blocking sends from the rendezvous threshold on "
+                        "leave one after another, at the socket bandwidth within a node and "
+                        "the inter-node bandwidth between nodes (a NIC's send queue, a "
+                        "socket's one port): a root's fan-out completes in order ([memory] "
+                        "send_queue; docs/simgrid.md, \"Send queue\")")
     s.add_argument("--inter-package", type=Path, metavar="RESULTS",
                    help="a results folder of ping-pongs between sockets of different "
                         "packages (ingested with --mapping socket; one size is enough): "

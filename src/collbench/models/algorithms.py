@@ -149,7 +149,11 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
     [memory] sharing: unless the receiver copies, one sender's rendezvous transfers
     queue on its port (their bandwidth parts one after another), and every transfer leaving
     a socket, and every one entering it, takes its bytes / the socket's bandwidth of that
-    socket's capacity (reserved in the order the transfers are costed)."""
+    socket's capacity (reserved in the order the transfers are costed); with send_queue,
+    a sender's rendezvous transfers leave its card, or its socket, one after another at
+    the queue's rate, booked in send order (the sender does not wait); every transfer
+    leaving a node, and every one entering it, takes its bytes / the inter-node bandwidth
+    of that node's card."""
     p = len(progs)
     if p != topology.nprocs:
         raise UserError(f"simulate: program has {p} ranks but the topology {topology.nprocs}; "
@@ -162,7 +166,8 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
     queue_rdv = model.sharing is not None and overlap and not matched \
         and not sharing.receiver_copies
     rport: list[_Val] = [(0.0, _ZERO)] * p  # when a sender's port is free (rendezvous)
-    socket_free: dict[tuple[int, int, int], float] = {}  # (out|in, node, socket) -> time
+    qfree: dict[tuple[int, bool], float] = {}  # (sender, card?): when its queue is empty
+    socket_free: dict[tuple[int, int, int], float] = {}  # (out|in, node, socket|-1) -> time
 
     def overhead(src: int, dst: int, nbytes: int, which: int) -> _Val:
         """o_s (which 0) or o_r (1) of one message, as a latency term."""
@@ -173,14 +178,20 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
 
     def occupy(src: int, dst: int, nbytes: int, begin: float, end: _Val) -> _Val:
         """`end` of a transfer that began at `begin`, no earlier than its bytes pass the
-        sending and the receiving socket's shared bandwidth (off-socket transfers)."""
-        rate = sharing.socket_bytes_per_us
-        if rate <= 0 or nbytes == 0 or topology.level(src, dst) == "core":
+        sending and the receiving socket's shared bandwidth (off-socket transfers) and the
+        sending and the receiving node's card (off-node ones)."""
+        level = topology.level(src, dst)
+        if nbytes == 0 or level == "core":
             return end
-        out = end
+        ports: list[tuple[tuple[int, int, int], float]] = []
         for way, rank in ((0, src), (1, dst)):
             seat = topology.place(rank)
-            key = (way, seat.node, seat.socket)
+            if sharing.socket_bytes_per_us > 0:
+                ports.append(((way, seat.node, seat.socket), sharing.socket_bytes_per_us))
+            if sharing.card_bytes_per_us > 0 and level == "node":  # socket -1: the card
+                ports.append(((way, seat.node, -1), sharing.card_bytes_per_us))
+        out = end
+        for key, rate in ports:
             done = max(socket_free.get(key, 0.0), begin) + nbytes / rate
             socket_free[key] = done
             if done > out[0]:
@@ -258,6 +269,22 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
             ack[msg] = transfer(src, dst, nbytes, _vmax(val, posts[k]), share)
             wake(src)
 
+    def in_queue(src: int, dst: int, nbytes: int, ready: _Val) -> _Val:
+        """When a rendezvous transfer may leave: `ready`, no earlier than the sender's
+        earlier rendezvous bytes through the same port (the node's card, or the rest) have
+        left (the platform's send_queue, booked in send order as SimGrid's loader books
+        it; the sender itself does not wait)."""
+        link = topology.link_level(src, dst)
+        rate = sharing.queue_bytes_per_us.get(link, 0.0)
+        if rate <= 0 or rendezvous is None or nbytes < rendezvous:
+            return ready
+        port = (src, link == "node")
+        begin = max(ready[0], qfree.get(port, 0.0))
+        qfree[port] = begin + nbytes / rate
+        d = [0.0] * _N
+        d[8] = begin - ready[0]
+        return _add(ready, begin - ready[0], tuple(d))
+
     def transfer(src: int, dst: int, nbytes: int, ready: _Val, share: _Val | None) -> _Val:
         """When a transfer that waited for both sides (ready) arrives."""
         c, d = cost(src, dst, nbytes)
@@ -291,7 +318,8 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
                     if st.sync or (rendezvous is not None and nbytes >= rendezvous):
                         mid = next(ids)
                         waiting[r].append(mid)
-                        chan.setdefault((r, dst), []).append((cur, nbytes, mid, share))
+                        chan.setdefault((r, dst), []).append(
+                            (in_queue(r, dst, nbytes, cur), nbytes, mid, share))
                         acknowledge(r, dst)
                         wake(dst)
                         continue

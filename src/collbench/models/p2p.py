@@ -150,10 +150,16 @@ class Sharing:
     `receiver_copies`: a rendezvous transfer is copied by its receiver, so one sender's
     concurrent transfers do not queue on its port; `socket_bytes_per_us`: what every
     transfer leaving one socket shares, and apart from it every one entering it (0: no
-    limit beyond each transfer's own)."""
+    limit beyond each transfer's own); `queue_bytes_per_us` (a platform's send_queue): per
+    level ("core", "socket", "package", "node"), the rate at which one sender's rendezvous
+    transfers leave one after another (empty: no queue); `card_bytes_per_us`: what every
+    transfer leaving one node shares, and apart from it every one entering it (the node's
+    network card, a SimGrid platform's "nic" link; 0: no limit)."""
 
     receiver_copies: bool = False
     socket_bytes_per_us: float = 0.0
+    queue_bytes_per_us: Mapping[str, float] = field(default_factory=dict)
+    card_bytes_per_us: float = 0.0
 
 
 @dataclass(frozen=True)

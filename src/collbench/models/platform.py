@@ -59,7 +59,12 @@ def from_cluster(cluster: Cluster, source: str = "") -> tuple[P2PModel, Shape]:
     levels = {LEVELS[name]: level_model(LEVELS[name], lv)
               for name in LEVELS if (lv := cluster.level(name)) is not None}
     memory = cluster.memory
-    sharing = Sharing(memory.receiver_copies, memory.socket_bandwidth_mbs)  # MB/s = B/µs
+    queue = {LEVELS[name]: cluster.send_queue_mbs(name) for name in LEVELS
+             if memory.send_queue and cluster.level(name) is not None}
+    card = cluster.levels.inter_node
+    sharing = Sharing(memory.receiver_copies, memory.socket_bandwidth_mbs,  # MB/s = B/µs
+                      queue, card.bandwidth_mbs if card is not None and cluster.nodes > 1
+                      else 0.0)
     return (P2PModel(levels, 0.0, {"origin": "platform", "platform": cluster.name,
                                    **({"file": source} if source else {})}, sharing,
                      cluster.smpi.rendezvous_bytes or None),

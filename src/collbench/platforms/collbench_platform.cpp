@@ -25,6 +25,14 @@
  * Load latency: a message gains that much latency when that many cores of its sender's
  * node run a rank (counted once, when the first message is costed: SMPI has started every
  * rank by then); added through the latency factor, as extra / (the route's latency).
+ *                         collbench/send-queue/<level> = "from_bytes:bytes_per_second"
+ *                         (optional)
+ * Send queue: a sender's transfers of from_bytes or more leave one after another through
+ * its port at that rate (one queue for the node's card, one for the rest: a NIC's send
+ * queue, a socket's one port): a transfer starts once the bytes of the sender's earlier
+ * transfers through that port have left (size / rate each), added to its latency, so a
+ * root's fan-out completes in order while a lone message costs what a ping-pong says; the
+ * sender itself does not wait.
  */
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
@@ -36,6 +44,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -63,6 +72,10 @@ struct Tables {
   Table bw[NLEVELS];
   Overheads over[NLEVELS];
   Table load[NLEVELS];        // (busy cores, extra seconds); empty = none
+  double queue_from[NLEVELS] = {0, 0, 0, 0}; // send queue: from payload bytes
+  double queue_bps[NLEVELS]  = {0, 0, 0, 0}; // ... at bytes per second; 0 = none
+  std::unordered_map<const sg4::Host*, double> queue_free[2]; // per port (0 node, 1 card) and
+                                                              // sender: when its queue is empty
   std::vector<int> busy;      // per node: cores running a rank (filled on first use)
 };
 
@@ -190,6 +203,34 @@ double load_at(const Table& t, double busy)
   return t.back().second;
 }
 
+/* "from_bytes:bytes_per_second" into a level's send queue (none when absent) */
+void parse_queue(const char* text, double& from, double& bps)
+{
+  std::string s(text == nullptr ? "" : text);
+  if (s.empty())
+    return;
+  size_t colon = s.find(':');
+  if (colon == std::string::npos)
+    throw std::invalid_argument("collbench platform: malformed send queue '" + s + "'");
+  from = std::stod(s.substr(0, colon));
+  bps  = std::stod(s.substr(colon + 1));
+}
+
+/* seconds a transfer of `size` bytes (envelope included) from `src` waits in its sender's
+ * queue for `level` (0 without one, or below its threshold); books the queue's time */
+double queued(Tables& t, int level, double size, const sg4::Host* src)
+{
+  double payload = size > ENVELOPE ? size - ENVELOPE : 0.0;
+  double bps     = t.queue_bps[level];
+  if (bps <= 0.0 || payload < t.queue_from[level] || src == nullptr)
+    return 0.0;
+  double now   = sg4::Engine::get_clock();
+  double& free = t.queue_free[level == 2 ? 1 : 0][src];
+  double start = std::max(now, free); // the earlier queued bytes have left
+  free         = start + payload / bps;
+  return start - now;
+}
+
 /* cores running an actor (a rank), per node */
 std::vector<int> busy_cores()
 {
@@ -234,6 +275,8 @@ void load_platform(const sg4::Engine& e)
   for (int i = 0; i < NLEVELS; i++) {
     tables->over[i] = parse_overheads(zone->get_property(std::string("collbench/overhead/") + LEVELS[i]));
     overheads |= not tables->over[i].empty();
+    parse_queue(zone->get_property(std::string("collbench/send-queue/") + LEVELS[i]),
+                tables->queue_from[i], tables->queue_bps[i]);
   }
   if (overheads) {
     auto send = [tables](size_t size, sg4::Host* src, sg4::Host* dst) {
@@ -251,13 +294,16 @@ void load_platform(const sg4::Engine& e)
                                           const std::unordered_set<sg4::NetZone*>&) {
     int level     = level_of(*tables, src, dst);
     double factor = lookup(tables->lat[level], size);
+    double extra  = queued(*tables, level, size, src);
     long node = 0, core = 0;
-    if (not load || tables->load[level].empty() || src == nullptr || not parse_host(src->get_name(), node, core))
+    if (load && not tables->load[level].empty() && src != nullptr && parse_host(src->get_name(), node, core)) {
+      if (tables->busy.empty())
+        tables->busy = busy_cores();
+      double busy = size_t(node) < tables->busy.size() ? tables->busy[node] : 0.0;
+      extra += load_at(tables->load[level], busy);
+    }
+    if (extra <= 0.0)
       return factor;
-    if (tables->busy.empty())
-      tables->busy = busy_cores();
-    double busy  = size_t(node) < tables->busy.size() ? tables->busy[node] : 0.0;
-    double extra = load_at(tables->load[level], busy);
     double route = 0.0;
     for (auto const* link : links)
       route += link->get_latency();

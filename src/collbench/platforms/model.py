@@ -348,6 +348,13 @@ class Memory(_Table):
             "Bandwidth (MB/s) every flow leaving one socket shares, and apart from it every "
             "flow entering it (a socket's fabric or memory port: what osu_mbw_mr measures "
             "with every core of a socket sending off it); 0 = no limit beyond each flow's."))
+    send_queue: bool = Field(False, description=(
+        "A sender's non-blocking sends at or above the rendezvous threshold ([smpi] "
+        "rendezvous_bytes; SMPI's 65536 when 0) leave one after another, at "
+        "socket_bandwidth_mbs within a node (the level's bandwidth when that is 0) and at "
+        "the inter_node level's bandwidth between nodes: a root's fan-out completes in "
+        "order, as a NIC's send queue and a socket's one port serve it, rather than all "
+        "its messages at once at the end."))
 
 
 class Cluster(_Table):
@@ -422,13 +429,25 @@ class Cluster(_Table):
     def cores(self) -> int:
         return self.nodes * self.cores_per_node
 
+    def send_queue_mbs(self, name: str) -> float:
+        """How fast (MB/s) one sender's queued sends over level `name` leave ([memory]
+        send_queue): the socket's port within a node, the node's card between nodes."""
+        level = self.level(name)
+        if level is None:
+            raise ValueError(f"no {name} level")
+        socket = self.memory.socket_bandwidth_mbs
+        return level.bandwidth_mbs if name == "inter_node" or not socket else socket
+
     def level(self, name: str) -> Level | None:
         found: Level | None = getattr(self.levels, name)
         return found
 
     def calibrated(self) -> bool:
-        return any(lv is not None and lv.calibrated()
-                   for lv in (self.level(name) for name in PLATFORM_LEVELS))
+        """True when collbench's loader must install the platform (per-level factors,
+        overheads, a load term or a send queue: what SMPI's options cannot say)."""
+        return self.memory.send_queue or any(
+            lv is not None and lv.calibrated()
+            for lv in (self.level(name) for name in PLATFORM_LEVELS))
 
     def summary(self) -> str:
         topo = self.topology.kind

@@ -238,6 +238,12 @@ def overhead_value(level: Level) -> str:
     return ";".join(f"{size}:{s * 1e-6:.9g}:{r * 1e-6:.9g}" for size, s, r in rows)
 
 
+def send_queue_value(cluster: Cluster, name: str) -> str:
+    """"from:bytes_per_second" for the loader: from the rendezvous threshold on."""
+    start = cluster.smpi.rendezvous_bytes or DETACHED_DEFAULT
+    return f"{start}:{cluster.send_queue_mbs(name) * 1e6:.9g}"
+
+
 def platform_xml(cluster: Cluster) -> str:
     """The SimGrid platform file for this cluster (deterministic: same input, same bytes)."""
     out = ["<?xml version='1.0'?>",
@@ -263,6 +269,9 @@ def platform_xml(cluster: Cluster) -> str:
             if level.overheads():  # seconds, for the loader's cost callbacks
                 out.append(f'    <prop id="collbench/overhead/{name}" '
                            f'value="{overhead_value(level)}"/>')
+            if cluster.memory.send_queue:  # from bytes:bytes per second, for the isend cost
+                out.append(f'    <prop id="collbench/send-queue/{name}" '
+                           f'value="{send_queue_value(cluster, name)}"/>')
             if level.load_latency_us:  # busy cores:seconds, for the latency callback
                 value = ";".join(f"{c}:{us * 1e-6:.9g}" for c, us in level.load_latency_us)
                 out.append(f'    <prop id="collbench/load-latency/{name}" value="{value}"/>')

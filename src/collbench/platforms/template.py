@@ -150,7 +150,8 @@ def cluster_toml(cluster: Cluster, header: str = "",
     m = cluster.memory
     if m != type(m)():  # written only when it differs from the default (no sharing terms)
         out += ["", "[memory]", f"receiver_copies = {_fmt(m.receiver_copies)}",
-                f"socket_bandwidth_mbs = {_float(m.socket_bandwidth_mbs, exact)}"]
+                f"socket_bandwidth_mbs = {_float(m.socket_bandwidth_mbs, exact)}",
+                *(["send_queue = true"] if m.send_queue else [])]
     cal = dict(calibration or cluster.calibration)
     if cal:
         out += ["", "[calibration]"] + [f"{k} = {_fmt(v, exact)}" for k, v in cal.items()]
