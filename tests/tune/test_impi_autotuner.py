@@ -55,7 +55,8 @@ def test_the_file_and_the_autotuner_side_by_side(tmp_path: Path,
                     'algorithms = ["default", "preset1", "preset3"]\n'
                     'iterations = 20\nwarmup = 2\n')
     assert main(["run", str(spec), "-o", str(res), "-q", "--mpi", "impi==2021.18.1"]) == 0
-    assert main(["tune", str(res), "--impi", "--no-significance", "-o", str(tuned)]) == 0
+    assert main(["tune", str(res), "--impi", "--extrapolate", "--no-significance", "-o",
+                 str(tuned)]) == 0
     capsys.readouterr()
     if json.loads(tuned.read_text()) == {}:  # the default won at both sizes (noise decides)
         assert main(["tune", "validate", "--impi", str(tuned), "-n", "2", "-q"]) == 2

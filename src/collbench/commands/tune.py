@@ -149,8 +149,9 @@ def add_parser(sub: options.Subparsers) -> None:
                         "measured version)")
     b.add_argument("--extrapolate", action="store_true",
                    help="let the rules of the smallest and largest measured process counts "
-                        "serve every smaller and larger communicator (default: Open MPI's "
-                        "fixed decision outside the measured range)")
+                        "serve every smaller and larger communicator (default: the MPI's own "
+                        "choice outside the measured range; required by --impi, whose file "
+                        "cannot hand a size back to Intel MPI's own tuning)")
     b.add_argument("--against", type=Path, metavar="REAL",
                    help="a real (measured or ingested) folder: report the regret of the "
                         "written rules' picks there (docs/tuning.md)")
@@ -342,13 +343,17 @@ def _build_impi(args: argparse.Namespace, selection: Any) -> int:
 
 
 def _build_mpich(args: argparse.Namespace, selection: Any) -> int:
-    from collbench.tune import mpich
+    from collbench.tune import mpich, writer
 
     mpi = options.mpi(args)
     written = mpich.build(selection, mpi, source=str(args.results),
-                          measured=mpich.measured_cvars(Store(args.results).provenance()))
+                          measured=mpich.measured_cvars(Store(args.results).provenance()),
+                          extrapolate=args.extrapolate)
     _write(args.output, written.text)
     _summary(selection, written.notes)
+    reach = writer.reach_note(selection, args.extrapolate, mpi="MPICH",
+                              own="MPICH's own choice (its built-in table)")
+    print(f"note: {reach}")
     print(f"wrote {args.output} (MPICH csel JSON: {len(written.tuned)} collectives tuned, "
           "the rest from MPICH's built-in table)")
     print("activate it with:")

@@ -5,15 +5,19 @@ so the file must decide every collective. We start from that built-in table, rea
 the MPICH library in use (it is compiled in as a JSON string), and replace the intra-
 communicator branch of each tuned collective with:
 
-    comm_size<N2 -> sizes measured at N1,  comm_size<N3 -> at N2, ...,  comm_size=any -> last
+    comm_size<N1 -> MPICH's own branch,  comm_size<N2 -> sizes measured at N1, ...,
+    comm_size<Nk+1 -> at Nk (the largest),  comm_size=any -> MPICH's own branch
       each: avg_msg_size<T (bcast, reduce, allreduce) or total_msg_size<T (the others) per
             range, in ascending order, the last "=any"; a range that keeps the default holds
             MPICH's own intra branch, so the default stays the default.
 
-The comm-size keys follow the Open MPI rules file (a set applies from its size up; the first
-also below). Siblings are tried in order, the first match wins (csel.c). MPICH's device
-layer (ch4) would override the MPIR choice, so tuned collectives need their
-MPIR_CVAR_<COLL>_DEVICE_COLLECTIVE=0 (printed by activation()).
+So the measured sets reach no communicator smaller than the smallest measured or larger
+than the largest (MPICH's own choice there, as Open MPI's fixed decision in collbench's
+Open MPI files); `extrapolate` (tune --extrapolate) drops the two outer branches: the
+first set applies below it too, the last to any larger size. Siblings are tried in
+order, the first match wins (csel.c). MPICH's device layer (ch4) would override the MPIR
+choice, so tuned collectives need their MPIR_CVAR_<COLL>_DEVICE_COLLECTIVE=0 (printed by
+activation()).
 """
 
 from __future__ import annotations
@@ -121,7 +125,7 @@ def measured_cvars(provenance: Mapping[str, Any]) -> dict[str, str]:
 
 
 def build(selection: Selection, mpi: MpiInstall, source: str,
-          measured: Mapping[str, str] | None = None) -> WrittenJson:
+          measured: Mapping[str, str] | None = None, extrapolate: bool = False) -> WrittenJson:
     """The JSON file; container parameters are the CVAR values in force when the forced
     algorithms were measured (`measured`, from provenance), else this MPICH's defaults."""
     if selection.mpi != "mpich":
@@ -148,9 +152,14 @@ def build(selection: Selection, mpi: MpiInstall, source: str,
             continue
         default = table[key]["comm_type=intra"]
         intra: dict[str, Any] = {}
+        if not extrapolate and sets[0][0] > 1:  # below the smallest measured: MPICH's own
+            intra[f"comm_size<{sets[0][0]}"] = copy.deepcopy(default)
         for i, (nprocs, choices) in enumerate(sets):
-            cond = f"comm_size<{sets[i + 1][0]}" if i + 1 < len(sets) else "comm_size=any"
+            cond = (f"comm_size<{sets[i + 1][0]}" if i + 1 < len(sets) else
+                    "comm_size=any" if extrapolate else f"comm_size<{nprocs + 1}")
             intra[cond] = _branch(coll, nprocs, choices, default, known, cvars)
+        if not extrapolate:  # above the largest measured: MPICH's own
+            intra["comm_size=any"] = copy.deepcopy(default)
         table[key] = {"comm_type=intra": intra,
                       **{k: v for k, v in table[key].items() if k != "comm_type=intra"}}
         tuned.append(coll)

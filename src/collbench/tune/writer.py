@@ -237,24 +237,28 @@ def _bounded(coll: str, comms: list[CommRules], version: int | None, extrapolate
     return out
 
 
-def _reach(selection: Selection, extrapolate: bool, predicted: bool = False) -> str:
-    """One line on how far the rules reach beyond the measured process counts."""
+def _reach(selection: Selection, extrapolate: bool, predicted: bool = False,
+           mpi: str = "Open MPI", own: str = "Open MPI's fixed decision") -> str:
+    """One line on how far the rules reach beyond the measured process counts (`own`: what
+    `mpi` runs outside them when the file does not extrapolate)."""
     counts = sorted({n for _, n in selection.tables})
     if not counts:
         return "measured: no communicator size"
     lo, hi = counts[0], counts[-1]
     measured = f"{'predicted' if predicted else 'measured'} at np {', '.join(map(str, counts))}"
     if extrapolate:
-        return (f"EXTRAPOLATED (--extrapolate): {measured}; Open MPI applies the np={hi} "
+        return (f"EXTRAPOLATED (--extrapolate): {measured}; {mpi} applies the np={hi} "
                 f"rules to every larger communicator (np={max(1024, 4 * hi):,} too) and the "
                 f"np={lo} rules to every smaller one")
-    return (f"{measured}; outside np {lo}-{hi} this file keeps Open MPI's fixed decision "
+    span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    return (f"{measured}; outside np {span} this file keeps {own} "
             "(--extrapolate to apply the measured rules there)")
 
 
-def reach_note(selection: Selection, extrapolate: bool, predicted: bool = False) -> str:
+def reach_note(selection: Selection, extrapolate: bool, predicted: bool = False,
+               mpi: str = "Open MPI", own: str = "Open MPI's fixed decision") -> str:
     """What `tune` prints about the reach of the rules (the header's line)."""
-    return _reach(selection, extrapolate, predicted)
+    return _reach(selection, extrapolate, predicted, mpi, own)
 
 
 def _preamble(selection: Selection, source: str, path: Path | None,
