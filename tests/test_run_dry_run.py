@@ -32,3 +32,5 @@ def test_a_dry_run_says_what_plan_says_it_skipped(tmp_path: Path) -> None:
     commands = "\n".join(ln for ln in out.splitlines() if not ln.startswith("#"))
     assert "-np 512" in commands  # what a run would start
     assert subprocess.run(["sh", "-n"], input=out, text=True).returncode == 0
+    # it says, last, that nothing was written (the jobs files its commands name)
+    assert out.splitlines()[-1].startswith("# dry run: 2 launch(es), nothing written")

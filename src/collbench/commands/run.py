@@ -125,8 +125,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         kernel = build_binary(prepared.backend, prepared.source.spec)
         sys.stdout.write(prepared.backend.dry_run(prepared.plan, kernel.path,
                                                   options.debug(args)))
-        # as comments: what a dry run prints stays a script (sbatch, sh) when kept in a file
+        # as comments after it: what a dry run prints stays a script (sbatch's #! first,
+        # sh) when kept in a file; nothing is written, so the jobs files it names are not
         sys.stdout.write("".join(f"# {line}\n" for line in skipped(prepared.plan)))
+        sys.stdout.write(f"# dry run: {len(prepared.plan.launches)} launch(es), nothing "
+                         "written; a run writes each launch's jobs file where its command "
+                         "says, then starts it\n")
         return 0
     quick = oneliner.quick(args)
     if args.output is None and not quick:
