@@ -79,3 +79,29 @@ def test_model_predict_switches_where_the_platform_does() -> None:
     assert predict_point(eager_model, topo, "scatter", "basic_linear", 4096,
                          net=NETWORKS["smpi"]) == predict_point(
         plain_model, topo, "scatter", "basic_linear", 4096, net=NETWORKS["smpi"])
+
+
+def test_above_the_threshold_the_pingpongs_excess_is_latency() -> None:
+    """`--rendezvous`: from the threshold on, a size keeps the largest size's bandwidth
+    factor and its time beyond that bandwidth is the handshake's latency (concurrent
+    messages overlap it); below it the fit is unchanged, and every size's time is the same
+    in both splits (to the fit's ridge)."""
+    from collbench.platforms.calibrate import SMPI_ENVELOPE, fit_factors, hockney
+
+    pts = {8: 0.4, 1024: 0.7, 8192: 3.0, 65536: 12.0, 1 << 20: 90.0, 1 << 22: 340.0}
+    alpha, beta = hockney(pts)
+    plain, split = fit_factors(pts, alpha, beta), fit_factors(pts, alpha, beta, rendezvous=4097)
+    sizes = sorted(pts)
+
+    def times(tables: tuple[list[tuple[int, float]], list[tuple[int, float]]]) -> list[float]:
+        return [alpha * lat + (s + SMPI_ENVELOPE) * beta / bw
+                for s, (_, lat), (_, bw) in zip(sizes, *tables, strict=True)]
+
+    assert times(split) == pytest.approx(times(plain), rel=1e-3)
+    # above the threshold the split gives the measured time itself (no ridge in it)
+    assert times(split)[2:] == pytest.approx([pts[s] for s in sizes[2:]], rel=1e-9)
+    assert plain[0][:2] == split[0][:2] and plain[1][:2] == split[1][:2]  # 8 B, 1 KiB
+    link = plain[1][-1][1]
+    assert all(bw == link for _, bw in split[1][2:])
+    # the excess went to latency: 64 KiB takes more latency than the plain split gives it
+    assert split[0][3][1] > plain[0][3][1]

@@ -114,10 +114,12 @@ Tables = tuple[list[tuple[int, float]], list[tuple[int, float]]]  # (lat_factor,
 
 
 def fit_factors(points: Points, alpha: float, beta: float,
-                overhead: float | OverheadRows = 0.0) -> Tables:
+                overhead: float | OverheadRows = 0.0, rendezvous: int = 0) -> Tables:
     """One level's (lat_factor, bw_factor) tables, one entry per measured size; `overhead`
     (o_s + o_r, charged apart; a constant or per-size rows) is taken out of every time
-    before fitting the link."""
+    before fitting the link. From `rendezvous` bytes on (0: never), a size keeps the
+    largest size's bandwidth factor and its time beyond that bandwidth goes to its latency:
+    the protocol's handshake, which concurrent messages overlap, not a slower link."""
     sizes = sorted(points)
     lat, bw = [], []
     for k, size in enumerate(sizes):
@@ -126,6 +128,13 @@ def fit_factors(points: Points, alpha: float, beta: float,
         start = 0 if k == 0 else sizes[k - 1] + 1  # from just above the previous size
         lat.append((start, _factor(x)))
         bw.append((start, _factor(1.0 / y)))
+    if rendezvous:
+        link = bw[-1][1]  # the large-message bandwidth factor
+        for k, size in enumerate(sizes):
+            t = max(points[size] - total_at(overhead, size), MIN_NET_SHARE * points[size])
+            handshake = (t - (size + SMPI_ENVELOPE) * beta / link) / alpha
+            if size >= rendezvous and handshake > 0:  # else the split above stays
+                lat[k], bw[k] = (lat[k][0], _factor(handshake)), (bw[k][0], link)
     return lat, bw
 
 
@@ -290,7 +299,8 @@ def calibrate(measured: dict[str, Points], base: Cluster, simulate: Simulate,
     def level_overhead(lv: str) -> float | OverheadRows:
         return rows[lv] if lv in rows else sum(over.get(lv, (0.0, 0.0)))
 
-    tables = {lv: fit_factors(pts, *params[lv], overhead=level_overhead(lv))
+    tables = {lv: fit_factors(pts, *params[lv], overhead=level_overhead(lv),
+                              rendezvous=base.smpi.rendezvous_bytes)
               for lv, pts in measured.items()}
     levels, sizes = list(measured), sorted({s for pts in measured.values() for s in pts})
     cluster = _with(base, params, tables, over, rows)
