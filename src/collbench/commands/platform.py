@@ -433,11 +433,11 @@ def add_parser(sub: options.Subparsers) -> None:
                         "sending off it, or the processor's fabric bandwidth; 0 = no limit "
                         "([memory] socket_bandwidth_mbs; default: the --from description's)")
     s.add_argument("--send-queue", action="store_true",
-                   help="a sender's non-blocking sends from the rendezvous threshold on "
+                   help="a sender's transfers from the rendezvous threshold on "
                         "leave one after another, at the socket bandwidth within a node and "
                         "the inter-node bandwidth between nodes (a NIC's send queue, a "
                         "socket's one port): a root's fan-out completes in order ([memory] "
-                        "send_queue; docs/simgrid.md, \"Send queue\")")
+                        "send_queue; docs/simgrid.md, \"Sharing\")")
     s.add_argument("--inter-package", type=Path, metavar="RESULTS",
                    help="a results folder of ping-pongs between sockets of different "
                         "packages (ingested with --mapping socket; one size is enough): "

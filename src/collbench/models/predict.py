@@ -316,7 +316,6 @@ def launches(model: P2PModel, req: Request, name: str, model_name: str
     return out, notes
 
 
-
 def _with_rendezvous(model: P2PModel, net: Network) -> Network:
     """`net` with a platform's own rendezvous threshold under "mpi" (the one its SimGrid
     runs use: [smpi] rendezvous_bytes)."""

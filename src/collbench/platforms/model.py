@@ -349,7 +349,7 @@ class Memory(_Table):
             "flow entering it (a socket's fabric or memory port: what osu_mbw_mr measures "
             "with every core of a socket sending off it); 0 = no limit beyond each flow's."))
     send_queue: bool = Field(False, description=(
-        "A sender's non-blocking sends at or above the rendezvous threshold ([smpi] "
+        "A sender's transfers at or above the rendezvous threshold ([smpi] "
         "rendezvous_bytes; SMPI's 65536 when 0) leave one after another, at "
         "socket_bandwidth_mbs within a node (the level's bandwidth when that is 0) and at "
         "the inter_node level's bandwidth between nodes: a root's fan-out completes in "
