@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import random
 import re
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +249,36 @@ def test_a_deadlock_is_a_failed_point_with_smpis_message(
     assert by[("smpi:ompi_linear_sync", 65536)]["status"] == "failed"
     assert "Deadlock" in by[("smpi:ompi_linear_sync", 65536)]["error"]
     assert by[("linear_sync", 65536)]["status"] == "ok"
+
+
+@pytest.mark.usefixtures("sim_env")  # COLLBENCH_CACHE: the kernel built once
+def test_a_killed_simulation_leaves_no_program_copy(tmp_path: Path) -> None:
+    """SMPI copies the program once per rank into TMPDIR and unlinks each copy once loaded:
+    they go to the launch's own TMPDIR, which the watchdog removes, so collbench killed
+    at moments of that copying leaves none in the user's."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    path = tmp_path / "kill.toml"
+    path.write_text('[campaign]\nname = "kill"\n[measure]\ncollectives = ["bcast"]\n'
+                    "sizes = [1]\nnprocs = [48]\niterations = 2\nwarmup = 1\n"
+                    '[run]\nbackend = "simgrid"\ntimeout = 120\n'
+                    '[run.simgrid]\nplatform = "orfeo-thin"\n')
+    rnd = random.Random(7)
+    for i in range(2):
+        proc = subprocess.Popen([sys.executable, "-m", "collbench.cli", "run", str(path),
+                                 "-o", str(tmp_path / f"out{i}")],
+                                env=dict(os.environ, TMPDIR=str(temp)),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not (copies := list(temp.rglob("*.so"))):  # SMPI copies the program
+            assert time.monotonic() < deadline and proc.poll() is None, "no copy seen"
+            time.sleep(0.005)
+        assert [c.parent.name[:16] for c in copies] == ["collbench-launch"] * len(copies)
+        time.sleep(rnd.uniform(0, 0.05))
+        os.killpg(proc.pid, signal.SIGKILL)  # collbench: no chance to clean up
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15  # the watchdog stops smpirun, removes its TMPDIR
+        while list(temp.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list(temp.iterdir()) == []

@@ -430,7 +430,11 @@ class SimgridBackend(LaunchBackend):
         table = self.ports_table(launch)
         if table is not None:
             self.ports_path(call).write_text(table)
-        done = run_group(argv, dict(os.environ), launch.timeout_s, call.work, interrupted)
+        # a TMPDIR of its own, removed even when collbench dies: SMPI copies the program
+        # there once per rank (dlopen privatization) and a kill before it unlinks a copy
+        # would leave it in the user's
+        done = run_group(argv, dict(os.environ), launch.timeout_s, call.work, interrupted,
+                         private_tmp=True)
         status = ("interrupted" if done.interrupted else "timeout" if done.timed_out
                   else "ok" if done.returncode == 0 else "failed")
         if status == "ok" and nonblank_lines(call.outfile) < len(launch.points):
