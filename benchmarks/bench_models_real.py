@@ -7,8 +7,8 @@ platform's terms.
 2. `collbench model predict --platform orfeo-epyc --openmpi 4.1` (the real runs' series)
    at bench_orfeo_epyc's points: bcast and scatter, 4 algorithms each, 8/32/128/256 ranks,
    8 sizes, `--map-by core`, 2 nodes × 128; the same on copies of the platform without its
-   [memory] table, without its per-message overheads, without its load term and without
-   its package level (one package per node); and
+   [memory] table, without its per-message overheads, without its load term, without its
+   load bandwidth, without its send queue and without its package level (one package per node); and
    `model p2p` + `model predict FIT.p2p.toml` (the ping-pong fit, `--sockets 32
    --cores-per-socket 4`);
 3. `collbench compare REAL --against MODEL --format json`: median / p95 |error| per size
@@ -88,6 +88,7 @@ def main() -> str:
             "platform without [memory] sharing": (
                 "--platform", str(without(work, "no-memory", ("receiver_copies",
                                                             "socket_bandwidth_mbs",
+                                                            "load_bandwidth",
                                                             "send_queue"))),
                 "--openmpi", "4.1"),
             "platform without per-message overheads": (
@@ -97,6 +98,9 @@ def main() -> str:
                 "--openmpi", "4.1"),
             "platform without the load term": (
                 "--platform", str(without(work, "no-load", ("load_latency_us",))),
+                "--openmpi", "4.1"),
+            "platform without the load bandwidth": (
+                "--platform", str(without(work, "no-slowdown", ("load_bandwidth",))),
                 "--openmpi", "4.1"),
             "platform without the send queue": (
                 "--platform", str(without(work, "no-queue", ("send_queue",))),

@@ -6,8 +6,9 @@ with collbench's own commands end to end:
    (the recipe of docs/simgrid.md, "How orfeo-epyc was made", read from the docs);
 2. `collbench run --backend simgrid --platform orfeo-epyc` (the built-in calibrated from
    those ping-pongs) on a subset: bcast and scatter, every algorithm measured, 4 process
-   counts, 8 sizes, `--map-by core`; again on a copy without its send queue ([memory]
-   send_queue: that term's share of the error);
+   counts, 8 sizes, `--map-by core`; again on copies without its send queue ([memory]
+   send_queue) and without its load bandwidth ([memory] load_bandwidth): those terms'
+   shares of the error;
 3. `collbench model p2p` on the ping-pongs and `collbench model predict` at the same points
    (`--sockets 32 --cores-per-socket 4`: the platform's CCX-as-socket shape);
 4. `collbench compare REAL --against SIM|MODEL --format json`: median and p95 |error| per
@@ -100,6 +101,11 @@ def prepare(work: Path) -> dict[str, float]:
     no_queue.write_text("".join(line for line in builtin.read_text().splitlines(True)
                                 if not line.startswith("send_queue")))
     wall["simgrid, no send queue"] = run_campaign(spec(str(no_queue)), work / "sim-no-queue")
+    # and without its load bandwidth (the load term slowing a message's bytes too)
+    steady = work / "no-load-bandwidth.toml"
+    steady.write_text("".join(line for line in builtin.read_text().splitlines(True)
+                              if not line.startswith("load_bandwidth")))
+    wall["simgrid, no load bandwidth"] = run_campaign(spec(str(steady)), work / "sim-steady")
     t = time.monotonic()
     cli("model", "p2p", work / "epyc-pp", "-o", work / "epyc.p2p.toml")
     cli("model", "predict", work / "epyc.p2p.toml", "--collective", ",".join(ALGORITHMS),
@@ -223,13 +229,14 @@ def main() -> None:
         wall = prepare(work)
         scored = {name: json.loads(cli("compare", work / "real", "--against", work / name,
                                        "--format", "json"))
-                  for name in ("sim", "sim-no-queue", "model")}
+                  for name in ("sim", "sim-no-queue", "sim-steady", "model")}
         print(cli("compare", work / "real", "--against", work / "sim"))
         ablated = ablation(work) if args.ablation else {}
     print("| prediction | points | median / p95 % | <= 1 KiB | 1-64 KiB | >= 64 KiB | "
           "same best | selection penalty median / p95 % |")
     print("|---|---|---|---|---|---|---|---|")
     for name, label in (("sim-no-queue", "SimGrid, orfeo-epyc without the send queue"),
+                        ("sim-steady", "SimGrid, orfeo-epyc without the load bandwidth"),
                         ("sim", "SimGrid, orfeo-epyc"), ("model", "model predict (mpi)")):
         print("\n".join(summary_rows(label, scored[name])))
     print("\n| prediction | collective | algorithm | points | median / p95 % | median B/A | "

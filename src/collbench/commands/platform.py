@@ -247,10 +247,9 @@ def _loaded(args: argparse.Namespace, cluster: Cluster, root: Path,
 
 
 def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> Cluster:
-    """`base` with --receiver-copies / --socket-bandwidth / --send-queue in its [memory]
-    table and
-    --rendezvous in its [smpi] one (terms a
-    ping-pong cannot see: the calibration's ping-pong is the same with or without them)."""
+    """`base` with --receiver-copies / --socket-bandwidth / --send-queue / --load-bandwidth
+    in its [memory] table and --rendezvous in its [smpi] one (terms a ping-pong cannot see:
+    the calibration's ping-pong is the same with or without them)."""
     from collbench.platforms.model import Memory
 
     update: dict[str, Any] = {}
@@ -260,6 +259,14 @@ def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> 
         update["socket_bandwidth_mbs"] = args.socket_bandwidth
     if args.send_queue:
         update["send_queue"] = True
+    if args.load_bandwidth:
+        if not args.load_barrier and not any(
+                lv is not None and lv.load_latency_us
+                for lv in (base.level(n) for n in ("inter_socket", "inter_package"))):
+            raise UserError("--load-bandwidth: no load term to scale the bandwidth by; "
+                            "valid: with --load-barrier, or --from a description with "
+                            "load_latency_us")
+        update["load_bandwidth"] = True
     if args.rendezvous is not None:  # the protocol switch, before the ping-pong is fitted
         base = base.model_copy(update={"smpi": base.smpi.model_copy(
             update={"rendezvous_bytes": args.rendezvous})})
@@ -272,7 +279,9 @@ def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> 
          *([f"{memory.socket_bandwidth_mbs:g} MB/s shared per socket and direction"]
            if memory.socket_bandwidth_mbs else []),
          *(["a sender's rendezvous sends leave one after another (send_queue)"]
-           if memory.send_queue else [])]))
+           if memory.send_queue else []),
+         *(["a loaded level's bytes slow down as its latency grows (load_bandwidth)"]
+           if memory.load_bandwidth else [])]))
     return base.model_copy(update={"memory": memory})
 
 
@@ -459,6 +468,11 @@ def add_parser(sub: options.Subparsers) -> None:
                         "inter_socket latency a message gains when that many cores of a "
                         "node are busy (load_latency_us; each fit simulates the barrier; "
                         "docs/simgrid.md)")
+    s.add_argument("--load-bandwidth", action="store_true",
+                   help="the load term slows a level's bytes too: by 1 + its extra latency / "
+                        "the level's latency at that many busy cores (a copy moves its cache "
+                        "lines at the loaded latency; [memory] load_bandwidth; "
+                        "docs/simgrid.md, \"Load\"); with --load-barrier")
     s.add_argument("--collectives", type=Path, metavar="RESULTS",
                    help="a results folder of collectives measured on the machine: the "
                         "per-message overheads are chosen so that simulating them comes "

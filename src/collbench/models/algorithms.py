@@ -145,7 +145,8 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
 
     A platform's model (models.platform) adds what its parameters say: each message's
     overheads, o_s on its sender before it leaves and o_r on its receiver after it arrives;
-    the latency its level gains by the ranks on the sender's node (load_latency_us); the
+    the latency its level gains by the ranks on the sender's node (load_latency_us) and, with
+    [memory] load_bandwidth, the factor its bytes take then (slowdown_at); the
     [memory] sharing: unless the receiver copies, one sender's rendezvous transfers
     queue on its port (their bandwidth parts one after another), and every transfer leaving
     a socket, and every one entering it, takes its bytes / the socket's bandwidth of that
@@ -207,7 +208,7 @@ def simulate(progs: Program, topology: Topology, model: P2PModel,
         if key not in cost_cache:
             lm = model.level(link)  # priced by its link; counted under its level
             a = lm.alpha_us(nbytes) + lm.load_us(busy)
-            bw = lm.bandwidth_part_us(nbytes)
+            bw = lm.bandwidth_part_us(nbytes) * lm.slowdown(busy)
             d = [0.0] * _N
             i = level_index[lvl]
             d[i] = 1.0

@@ -165,8 +165,9 @@ def simulate_shared(progs: Program, topology: Topology, model: P2PModel,
         level = topology.level(src, dst)
         lm = model.level(topology.link_level(src, dst))  # counted under level
         route = links(topology, src, dst)
-        alpha = lm.alpha_us(nbytes) + lm.load_us(busy_on[topology.place(src).node])
-        bound = lm.regime(nbytes).beta_bytes_per_s * 1e-6
+        busy = busy_on[topology.place(src).node]
+        alpha = lm.alpha_us(nbytes) + lm.load_us(busy)
+        bound = lm.regime(nbytes).beta_bytes_per_s * 1e-6 / lm.slowdown(busy)
         penalty = alpha * 1e-6 + weight_s * sum(1e-6 / cap[ln[0]] for ln in route)
         if level == "socket":  # the bus: not shared, but on the route
             penalty += weight_s * 1e-6 / bound

@@ -101,13 +101,21 @@ class Load(Protocol):
     def load_at(self, busy: int) -> float: ...
 
 
+class Slowdown(Protocol):
+    """How many times longer a message's bytes take by the busy cores of its sender's node:
+    a platform level (platforms.model.Level) with [memory] load_bandwidth has it."""
+
+    def slowdown_at(self, busy: int) -> float: ...
+
+
 @dataclass(frozen=True)
 class LevelModel:
     """The p2p model of one placement level: regimes sorted by from_bytes (first at 0),
     optionally its LogGP parameters (not used by the Hockney costing), and optionally the
     per-message overheads (o_s, o_r) by size that a platform charges on the sender's and
     the receiver's CPU beside the regimes' network time, and the latency its messages gain
-    when many cores of a node are busy (models.platform)."""
+    when many cores of a node are busy, and the factor its bytes then take
+    (models.platform)."""
 
     level: str
     regimes: tuple[Regime, ...]
@@ -117,6 +125,12 @@ class LevelModel:
     loggp: LogGP | None = None
     overheads: Overheads | None = None
     load: Load | None = None
+    slow: Slowdown | None = None
+
+    def slowdown(self, busy: int) -> float:
+        """Time factor of a message's bytes when `busy` cores of its sender's node run a
+        rank (1 without a load slowdown)."""
+        return 1.0 if self.slow is None else self.slow.slowdown_at(busy)
 
     def load_us(self, busy: int) -> float:
         """Extra latency (µs) of a message when `busy` cores of its sender's node run a

@@ -13,7 +13,8 @@ node; a platform without inter_package prices messages between packages as inter
   it arrives (what the loader's SMPI cost callbacks charge); with them, a ping-pong is
   o_s + t(m) + o_r, the measured one-way time the platform was calibrated to;
 - load_latency_us: the latency a message gains when that many cores of its sender's node
-  run a rank (the loader's latency callback; a ping-pong's two cores gain nothing);
+  run a rank (the loader's latency callback; a ping-pong's two cores gain nothing), and
+  with [memory] load_bandwidth the factor its bytes take then (Level.slowdown_at);
 - [memory]: whether the receiver makes a rendezvous copy (one sender's transfers do not
   queue on its port) and the bandwidth every transfer leaving, or entering, a socket shares
   (models.Sharing).
@@ -44,21 +45,23 @@ def _at(table: list[tuple[int, float]], size: int) -> float:
     return factor
 
 
-def level_model(name: str, level: Level) -> LevelModel:
-    """One level's regimes (one per factor-table entry) and overheads."""
+def level_model(name: str, level: Level, load_bandwidth: bool = False) -> LevelModel:
+    """One level's regimes (one per factor-table entry), overheads and load terms
+    (`load_bandwidth`: [memory] load_bandwidth, its bytes slow down with the load too)."""
     starts = sorted({s for s, _ in (*level.lat_factor, *level.bw_factor)})
     regimes = tuple(Regime(s, level.latency_us * _at(level.lat_factor, s),
                            level.bandwidth_mbs * 1e6 * _at(level.bw_factor, s))
                     for s in starts)
     return LevelModel(name, regimes, overheads=level if level.overheads() else None,
-                      load=level if level.load_latency_us else None)
+                      load=level if level.load_latency_us else None,
+                      slow=level if level.load_latency_us and load_bandwidth else None)
 
 
 def from_cluster(cluster: Cluster, source: str = "") -> tuple[P2PModel, Shape]:
     """The p2p model and machine shape of a platform."""
-    levels = {LEVELS[name]: level_model(LEVELS[name], lv)
-              for name in LEVELS if (lv := cluster.level(name)) is not None}
     memory = cluster.memory
+    levels = {LEVELS[name]: level_model(LEVELS[name], lv, memory.load_bandwidth)
+              for name in LEVELS if (lv := cluster.level(name)) is not None}
     queue = {LEVELS[name]: cluster.send_queue_mbs(name) for name in LEVELS
              if memory.send_queue and cluster.level(name) is not None}
     card = cluster.levels.inter_node

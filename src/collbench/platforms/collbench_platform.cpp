@@ -25,6 +25,11 @@
  * Load latency: a message gains that much latency when that many cores of its sender's
  * node run a rank (counted once, when the first message is costed: SMPI has started every
  * rank by then); added through the latency factor, as extra / (the route's latency).
+ *                         collbench/load-slowdown/<level> = "busy_cores:factor;..."
+ *                         (optional; linear between entries, none below the first)
+ * Load slowdown: a transfer's bytes take `factor` times longer when that many cores of its
+ * sender's node run a rank (a copy moves its cache lines at the loaded latency); applied
+ * by dividing the bandwidth factor.
  *                         collbench/send-queue/<level> = "from_bytes:bytes_per_second"
  *                         (optional)
  * Send queue: a sender's transfers of from_bytes or more leave one after another through
@@ -72,6 +77,7 @@ struct Tables {
   Table bw[NLEVELS];
   Overheads over[NLEVELS];
   Table load[NLEVELS];        // (busy cores, extra seconds); empty = none
+  Table slow[NLEVELS];        // (busy cores, time factor of the bytes); empty = none
   double queue_from[NLEVELS] = {0, 0, 0, 0}; // send queue: from payload bytes
   double queue_bps[NLEVELS]  = {0, 0, 0, 0}; // ... at bytes per second; 0 = none
   std::unordered_map<const sg4::Host*, double> queue_free[2]; // per port (0 node, 1 card) and
@@ -269,6 +275,7 @@ void load_platform(const sg4::Engine& e)
   bool load = false;
   for (int i = 0; i < NLEVELS; i++) {
     tables->load[i] = parse_load(zone->get_property(std::string("collbench/load-latency/") + LEVELS[i]));
+    tables->slow[i] = parse_load(zone->get_property(std::string("collbench/load-slowdown/") + LEVELS[i]));
     load |= not tables->load[i].empty();
   }
   bool overheads = false;
@@ -312,6 +319,17 @@ void load_platform(const sg4::Engine& e)
   model->set_bw_factor_cb([tables](double size, const sg4::Host* src, const sg4::Host* dst,
                                    const std::vector<sg4::Link*>&,
                                    const std::unordered_set<sg4::NetZone*>&) {
-    return lookup(tables->bw[level_of(*tables, src, dst)], size);
+    int level     = level_of(*tables, src, dst);
+    double factor = lookup(tables->bw[level], size);
+    long node = 0, core = 0;
+    if (not tables->slow[level].empty() && src != nullptr && parse_host(src->get_name(), node, core)) {
+      if (tables->busy.empty())
+        tables->busy = busy_cores();
+      double busy = size_t(node) < tables->busy.size() ? tables->busy[node] : 0.0;
+      double slow = load_at(tables->slow[level], busy); // 0 below its first entry
+      if (slow > 1.0)
+        factor /= slow; // the bytes take `slow` times longer under load
+    }
+    return factor;
   });
 }

@@ -293,6 +293,13 @@ class Level(_Table):
                 return ea + (busy - a) / (b - a) * (eb - ea)
         return rows[-1][1]
 
+    def slowdown_at(self, busy: int) -> float:
+        """How many times longer this level's bytes take when `busy` cores of the sender's
+        node run a rank ([memory] load_bandwidth): the latency grows by load_at(busy) over
+        latency_us, and a copy moves its cache lines at that latency (Little's law: bytes
+        in flight / latency), so its bandwidth falls by the same ratio."""
+        return 1.0 + self.load_at(busy) / self.latency_us
+
     def calibrated(self) -> bool:
         """True when a factor differs from 1 or overheads or load terms are set (the
         platform then needs collbench's loader)."""
@@ -348,6 +355,11 @@ class Memory(_Table):
             "Bandwidth (MB/s) every flow leaving one socket shares, and apart from it every "
             "flow entering it (a socket's fabric or memory port: what osu_mbw_mr measures "
             "with every core of a socket sending off it); 0 = no limit beyond each flow's."))
+    load_bandwidth: bool = Field(False, description=(
+        "A level with a load term (load_latency_us) also loses bandwidth under load: its "
+        "bytes take 1 + load_latency / latency_us times longer at that many busy cores of "
+        "the sender's node, as a copy moves its cache lines at the message latency "
+        "(Little's law; docs/simgrid.md, \"Load\"); 1 at a ping-pong's two busy cores."))
     send_queue: bool = Field(False, description=(
         "A sender's transfers at or above the rendezvous threshold ([smpi] "
         "rendezvous_bytes; SMPI's 65536 when 0) leave one after another, at "

@@ -275,6 +275,11 @@ def platform_xml(cluster: Cluster) -> str:
             if level.load_latency_us:  # busy cores:seconds, for the latency callback
                 value = ";".join(f"{c}:{us * 1e-6:.9g}" for c, us in level.load_latency_us)
                 out.append(f'    <prop id="collbench/load-latency/{name}" value="{value}"/>')
+                if cluster.memory.load_bandwidth:  # busy cores:time factor of its bytes
+                    value = ";".join(f"{c}:{level.slowdown_at(c):.9g}"
+                                     for c, _ in level.load_latency_us)
+                    out.append(f'    <prop id="collbench/load-slowdown/{name}" '
+                               f'value="{value}"/>')
     for n in range(cluster.nodes):
         _node_zone(cluster, n, out)
     if cluster.nodes > 1:

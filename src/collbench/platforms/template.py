@@ -151,6 +151,7 @@ def cluster_toml(cluster: Cluster, header: str = "",
     if m != type(m)():  # written only when it differs from the default (no sharing terms)
         out += ["", "[memory]", f"receiver_copies = {_fmt(m.receiver_copies)}",
                 f"socket_bandwidth_mbs = {_float(m.socket_bandwidth_mbs, exact)}",
+                *(["load_bandwidth = true"] if m.load_bandwidth else []),
                 *(["send_queue = true"] if m.send_queue else [])]
     cal = dict(calibration or cluster.calibration)
     if cal:
