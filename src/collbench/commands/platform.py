@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from collbench.commands import options, results_folder
 from collbench.errors import UserError, choice_error
-from collbench.platforms.model import TOPOLOGIES, Cluster, builtin_names, load_cluster
+from collbench.platforms.model import (
+    PLATFORM_LEVELS,
+    TOPOLOGIES,
+    Cluster,
+    builtin_names,
+    load_cluster,
+)
 from collbench.storefiles import atomic_write
 from collbench.tables import render
 
@@ -262,7 +268,7 @@ def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> 
     if args.load_bandwidth:
         if not args.load_barrier and not any(
                 lv is not None and lv.load_latency_us
-                for lv in (base.level(n) for n in ("inter_socket", "inter_package"))):
+                for lv in (base.level(n) for n in PLATFORM_LEVELS)):
             raise UserError("--load-bandwidth: no load term to scale the bandwidth by; "
                             "valid: with --load-barrier, or --from a description with "
                             "load_latency_us")
@@ -472,7 +478,7 @@ def add_parser(sub: options.Subparsers) -> None:
                    help="the load term slows a level's bytes too: by 1 + its extra latency / "
                         "the level's latency at that many busy cores (a copy moves its cache "
                         "lines at the loaded latency; [memory] load_bandwidth; "
-                        "docs/simgrid.md, \"Load\"); with --load-barrier")
+                        "docs/simgrid.md, \"The load slows bytes too\"); with --load-barrier")
     s.add_argument("--collectives", type=Path, metavar="RESULTS",
                    help="a results folder of collectives measured on the machine: the "
                         "per-message overheads are chosen so that simulating them comes "

@@ -252,6 +252,17 @@ std::vector<int> busy_cores()
   return out;
 }
 
+/* cores of `src`'s node that run a rank (0 for a host not named as collbench names them) */
+double busy_at(Tables& t, const sg4::Host* src)
+{
+  long node = 0, core = 0;
+  if (src == nullptr || not parse_host(src->get_name(), node, core))
+    return 0.0;
+  if (t.busy.empty())
+    t.busy = busy_cores();
+  return size_t(node) < t.busy.size() ? t.busy[node] : 0.0;
+}
+
 } // namespace
 
 extern "C" void load_platform(const sg4::Engine& e);
@@ -302,13 +313,8 @@ void load_platform(const sg4::Engine& e)
     int level     = level_of(*tables, src, dst);
     double factor = lookup(tables->lat[level], size);
     double extra  = queued(*tables, level, size, src);
-    long node = 0, core = 0;
-    if (load && not tables->load[level].empty() && src != nullptr && parse_host(src->get_name(), node, core)) {
-      if (tables->busy.empty())
-        tables->busy = busy_cores();
-      double busy = size_t(node) < tables->busy.size() ? tables->busy[node] : 0.0;
-      extra += load_at(tables->load[level], busy);
-    }
+    if (load && not tables->load[level].empty())
+      extra += load_at(tables->load[level], busy_at(*tables, src));
     if (extra <= 0.0)
       return factor;
     double route = 0.0;
@@ -321,12 +327,8 @@ void load_platform(const sg4::Engine& e)
                                    const std::unordered_set<sg4::NetZone*>&) {
     int level     = level_of(*tables, src, dst);
     double factor = lookup(tables->bw[level], size);
-    long node = 0, core = 0;
-    if (not tables->slow[level].empty() && src != nullptr && parse_host(src->get_name(), node, core)) {
-      if (tables->busy.empty())
-        tables->busy = busy_cores();
-      double busy = size_t(node) < tables->busy.size() ? tables->busy[node] : 0.0;
-      double slow = load_at(tables->slow[level], busy); // 0 below its first entry
+    if (not tables->slow[level].empty()) {
+      double slow = load_at(tables->slow[level], busy_at(*tables, src)); // 0 below its first entry
       if (slow > 1.0)
         factor /= slow; // the bytes take `slow` times longer under load
     }
