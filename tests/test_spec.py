@@ -155,9 +155,9 @@ def test_bad_collective_names_valid_choices() -> None:
     assert str(e.value) == (
         "spec.toml: measure.collectives[1]: 'bcat' is not valid; valid: barrier, bcast, gather, "
         "gatherv, scatter, scatterv, reduce, allreduce, allgather, allgatherv, alltoall, "
-        "alltoallv, reduce_scatter, reduce_scatter_block, latency, bw, ibarrier, ibcast, igather, "
-        "igatherv, iscatter, iscatterv, ireduce, iallreduce, iallgather, iallgatherv, ialltoall, "
-        "ialltoallv, ireduce_scatter, ireduce_scatter_block (did you mean bcast?)")
+        "alltoallv, reduce_scatter, reduce_scatter_block, latency, bw, mbw_mr, ibarrier, ibcast, "
+        "igather, igatherv, iscatter, iscatterv, ireduce, iallreduce, iallgather, iallgatherv, "
+        "ialltoall, ialltoallv, ireduce_scatter, ireduce_scatter_block (did you mean bcast?)")
 
 
 def test_point_to_point_needs_two_processes() -> None:

@@ -55,12 +55,12 @@ def check_ok(rec: dict[str, Any], coll: str, size: int, nprocs: int, samples: bo
         assert min(rec["samples_us"]) <= rec["median_us"] <= max(rec["samples_us"])
     else:
         assert rec["samples_us"] is None
-    assert (rec["bandwidth_mbs"] is not None) == (coll == "bw")
+    assert (rec["bandwidth_mbs"] is not None) == (coll in ("bw", "mbw_mr"))
 
 
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_every_collective_validates(run_kernel: RunKernel, nprocs: int) -> None:
-    points = [*job_lines(), ("latency", 8), ("bw", 1024)]
+    points = [*job_lines(), ("latency", 8), ("bw", 1024), ("mbw_mr", 1024)]
     run = run_kernel(nprocs, job_text(points), "--validate", "--samples")
     assert run.returncode == 0, run.stderr
     assert len(run.records) == len(points)
@@ -83,19 +83,36 @@ def test_plain_run_and_point_to_point(run_kernel: RunKernel) -> None:
     assert bw["bandwidth_mbs"] == pytest.approx(65536 / bw["avg_us"], rel=1e-6)
 
 
-def test_point_to_point_needs_two_ranks(run_kernel: RunKernel) -> None:
-    run = run_kernel(1, job_text([("latency", 8), ("bw", 8), ("bcast", 8)]), "--validate")
+@pytest.mark.parametrize("nprocs", [3, 4])
+def test_multi_pair_bandwidth_is_the_pairs_aggregate(run_kernel: RunKernel,
+                                                      nprocs: int) -> None:
+    """osu_mbw_mr's figure: P/2 pairs (an odd last rank idles), bandwidth = pairs x size /
+    the senders' mean time per message (avg_us), min/max the fastest/slowest sender's."""
+    run = run_kernel(nprocs, job_text([("mbw_mr", 65536), ("mbw_mr", 1)]), "--samples")
     assert run.returncode == 0, run.stderr
-    for rec in run.records[:2]:
+    for rec, size in zip(run.records, (65536, 1), strict=True):
+        check_ok(rec, "mbw_mr", size, nprocs, samples=True)
+        pairs = nprocs // 2
+        assert rec["bandwidth_mbs"] == pytest.approx(pairs * size / rec["avg_us"], rel=1e-6)
+    if nprocs == 4:  # two senders timed apart
+        assert run.records[0]["min_us"] < run.records[0]["max_us"]
+
+
+def test_point_to_point_needs_two_ranks(run_kernel: RunKernel) -> None:
+    run = run_kernel(1, job_text([("latency", 8), ("bw", 8), ("mbw_mr", 8), ("bcast", 8)]),
+                     "--validate")
+    assert run.returncode == 0, run.stderr
+    for rec in run.records[:3]:
         assert rec["status"] == "failed" and rec["error"] == "needs at least 2 ranks"
         assert rec["avg_us"] is None and rec["median_us"] is None
-    assert run.records[2]["status"] == "ok" and run.records[2]["validated"] is True
+    assert run.records[3]["status"] == "ok" and run.records[3]["validated"] is True
 
 
 @pytest.mark.parametrize(("nprocs", "points", "at"), [
     (4, [("bcast", 64), ("allreduce", 1027), ("gather", 64)], 1),
     (4, [("gather", 64), ("reduce_scatter", 1027)], 0),  # only the root receives
     (2, [("bw", 1024), ("alltoallv", 3)], 0),
+    (4, [("bcast", 8), ("mbw_mr", 1024)], 1),  # the last pair's receiver (rank 3)
 ])
 def test_corrupt_data_is_reported_invalid(run_kernel: RunKernel, nprocs: int,
                                           points: list[tuple[str, int]], at: int) -> None:

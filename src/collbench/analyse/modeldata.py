@@ -344,3 +344,28 @@ def probe_medians(results: Path) -> dict[str, Points]:
                         "ingested with --nprocs 2 and --mapping)")
     return {lv: {s: statistics.median(v) for s, v in sorted(pts.items())}
             for lv, pts in by_level.items()}
+
+
+def multipair_medians(results: Path) -> tuple[dict[tuple[int, int], float], list[str]]:
+    """Median aggregate bandwidth (MB/s) per process count and size of the `--map-by core`
+    mbw_mr rows of a results folder (collbench's, or osu_mbw_mr ingested), and notes
+    (platform calibrate --multi-pair: the senders must fill whole sockets)."""
+    found = [r for r in points.read(Store(results), collective="mbw_mr", ok=True)
+             if r["bandwidth_mbs"] is not None and r["bandwidth_mbs"] > 0]
+    points.narrow(found, MODEL_KEEP, str(results), "platform calibrate --multi-pair")
+    by_point: dict[tuple[int, int], list[float]] = {}
+    other: dict[str, int] = {}
+    for r in found:
+        if r["mapping"] != "core":
+            other[str(r["mapping"])] = other.get(str(r["mapping"]), 0) + 1
+            continue
+        by_point.setdefault((int(r["nprocs"]), int(r["size_bytes"])), []).append(
+            float(r["bandwidth_mbs"]))
+    if not by_point:
+        raise UserError(f"--multi-pair: {results}: no ok mbw_mr rows with a bandwidth and "
+                        f"mapping core{' (found: ' + ', '.join(other) + ')' if other else ''}"
+                        "; valid: collective mbw_mr measured with map_by core, or osu_mbw_mr "
+                        "output ingested with --mapping core")
+    notes = [f"--multi-pair: {n} mbw_mr rows with mapping {m} not used (the pairs' sockets "
+             "are known with --map-by core only)" for m, n in sorted(other.items())]
+    return {p: statistics.median(v) for p, v in sorted(by_point.items())}, notes

@@ -75,6 +75,7 @@ COLLECTIVES: Final[dict[str, Collective]] = {
         _c("reduce_scatter_block", Kind.REDUCTION, 13, RulesBytes.WHOLE, 1),
         _c("latency", Kind.P2P, None, RulesBytes.ZERO, 0, mpich=False),
         _c("bw", Kind.P2P, None, RulesBytes.ZERO, 1, mpich=False),
+        _c("mbw_mr", Kind.P2P, None, RulesBytes.ZERO, 1, mpich=False),
     )
 }
 # The 14 non-blocking collectives of OSU 7.4 (ibarrier ... ireduce_scatter_block).
@@ -102,7 +103,7 @@ def osu_defaults(collective: str, size: int) -> tuple[int, int]:
     large = size > OSU_LARGE_THRESHOLD
     if collective == "latency":
         it, wu = OSU_LAT_ITERATIONS, OSU_LAT_WARMUP
-    elif collective == "bw":
+    elif collective in ("bw", "mbw_mr"):
         it, wu = OSU_BW_ITERATIONS, OSU_BW_WARMUP
     else:
         it, wu = OSU_COLL_ITERATIONS, OSU_COLL_WARMUP

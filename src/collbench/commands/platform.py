@@ -144,6 +144,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if args.name:
             base = base.model_copy(update={"name": args.name})
     base = _with_sharing(base, args, notes)
+    multi_pair = _multi_pair_points(args, base, notes)  # one line before any simulation
     base = base.model_copy(update={"source": f"ping-pongs measured in {args.results} "
                                              f"({', '.join(sorted(measured))}); the rest from "
                                              f"{base.name}"})
@@ -160,6 +161,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                           notes)
         if args.load_barrier:
             result.cluster = _loaded(args, result.cluster, root, notes)
+        if multi_pair is not None:  # last: the load slows the pairs too
+            result.cluster = _multi_paired(args, result.cluster, multi_pair, root, notes)
     if probed:
         result.cluster = result.cluster.model_copy(update={"calibration": {
             **result.cluster.calibration, "probe": str(args.probe),
@@ -250,6 +253,43 @@ def _loaded(args: argparse.Namespace, cluster: Cluster, root: Path,
     return loaded.model_copy(update={"calibration": {
         **cluster.calibration, "load_barrier_min_us": [f"{n}={us:g}" for n, us in
                                                        sorted(barrier.items())]}})
+
+
+def _multi_pair_points(args: argparse.Namespace, base: Cluster,
+                       notes: list[str]) -> dict[tuple[int, int], float] | None:
+    """--multi-pair's measured aggregates (checked against the description's shape)."""
+    if args.multi_pair is None:
+        return None
+    from collbench.analyse.modeldata import multipair_medians
+    from collbench.platforms.multipair import usable
+
+    if args.socket_bandwidth is not None:
+        raise UserError("--multi-pair: not with --socket-bandwidth; valid: one source of the "
+                        "socket bandwidth")
+    if not args.multi_pair.is_dir():
+        raise UserError(f"--multi-pair: {args.multi_pair}: not a results folder; valid: a "
+                        "folder of mbw_mr rows")
+    found, said = multipair_medians(args.multi_pair)
+    usable(found, base, f"--multi-pair: {args.multi_pair}")
+    notes += said
+    return found
+
+
+def _multi_paired(args: argparse.Namespace, cluster: Cluster,
+                  found: dict[tuple[int, int], float], root: Path,
+                  notes: list[str]) -> Cluster:
+    """`cluster` with the socket bandwidth fitted to --multi-pair's aggregate."""
+    from collbench.catalog.mpi import find_mpi
+    from collbench.commands.simulated_multipair import MultiPairSimulations
+    from collbench.platforms.multipair import fit_socket
+
+    fit = fit_socket(cluster, found, MultiPairSimulations(root, find_mpi(), args.resume),
+                     f"--multi-pair: {args.multi_pair}")
+    notes.append(fit.note)
+    return fit.cluster.model_copy(update={"calibration": {
+        **fit.cluster.calibration, "multi_pair": str(args.multi_pair),
+        "multi_pair_mbs": [f"{n}x{s}={fit.measured[n, s]:.6g}/{fit.simulated[n, s]:.6g}"
+                           for n, s in fit.measured]}})
 
 
 def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> Cluster:
@@ -447,6 +487,13 @@ def add_parser(sub: options.Subparsers) -> None:
                         "all traffic entering it): osu_mbw_mr with every core of a socket "
                         "sending off it, or the processor's fabric bandwidth; 0 = no limit "
                         "([memory] socket_bandwidth_mbs; default: the --from description's)")
+    s.add_argument("--multi-pair", type=Path, metavar="RESULTS",
+                   help="a results folder of multi-pair bandwidth (collective mbw_mr, or "
+                        "osu_mbw_mr output ingested; --map-by core, the senders filling "
+                        "whole sockets of one node): the socket bandwidth is fitted so that "
+                        "the simulated aggregate is the measured one at the largest size "
+                        "(docs/simgrid.md, \"Multi-pair bandwidth\"); not with "
+                        "--socket-bandwidth")
     s.add_argument("--send-queue", action="store_true",
                    help="a sender's transfers from the rendezvous threshold on "
                         "leave one after another, at the socket bandwidth within a node and "

@@ -6,20 +6,14 @@ min_us and avg_us are one period, this kernel's avg_us is it (platforms.load).""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from collbench import points as door
-from collbench.campaign import SpecSource
 from collbench.catalog.mpi import MpiInstall
-from collbench.commands.results_folder import check_platform, measure
+from collbench.commands.simulated_campaign import simulate
 from collbench.errors import UserError
 from collbench.platforms.model import Cluster
-from collbench.platforms.template import cluster_toml
-from collbench.store import Store
 
 OMPI_VERSION: Final = "4.1"
 TIMEOUT_S: Final = 600
@@ -47,23 +41,10 @@ class BarrierSimulations:
     def __call__(self, cluster: Cluster, counts: list[int]) -> dict[int, float]:
         folder = self.root / f"barrier-{self.count}"
         self.count += 1
-        source = SpecSource.from_text(spec_text(sorted(counts)),
-                                      f"simulated barrier on {cluster.name}")
-        text = cluster_toml(cluster, exact=True)
-        check_platform(folder, text, self.resume)
-        with tempfile.TemporaryDirectory(prefix="collbench-barrier-") as tmp:
-            platform = Path(tmp) / "platform.toml"
-            platform.write_text(text)
-            with open(os.devnull, "w") as quiet:
-                measure(source, self.mpi, folder, self.resume, platform=str(platform),
-                        progress=quiet)
-        out: dict[int, float] = {}
-        for r in door.read(Store(folder), collective="barrier"):
-            if r["status"] != "ok" or r["avg_us"] is None:
-                said = " ".join(str(r["error"] or "no error recorded").split())
-                raise UserError(f"simulated barrier at {r['nprocs']} ranks failed: "
-                                f"{said[-400:]} (campaign {folder})")
-            out[int(r["nprocs"])] = float(r["avg_us"])
+        rows = simulate(folder, cluster, spec_text(sorted(counts)), "barrier", self.mpi,
+                        self.resume)
+        out = {int(r["nprocs"]): float(r["avg_us"]) for r in rows
+               if r["collective"] == "barrier" and r["avg_us"] is not None}
         if sorted(out) != sorted(counts):
             raise UserError(f"simulated barrier: {len(out)} of {len(counts)} process counts "
                             f"stored in {folder}; valid: a campaign of this calibration")

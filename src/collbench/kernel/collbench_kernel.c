@@ -36,6 +36,12 @@
  *            bandwidth_mbs = size*iterations*64 / elapsed / 1e6; avg_us=min_us=max_us =
  *            elapsed / (iterations*64), the mean time per message in a full window;
  *            samples and median = each window's time / 64.
+ *   mbw_mr:  osu_mbw_mr; every rank takes part: the P/2 senders (ranks 0..P/2-1) each
+ *            stream windows of 64 MPI_Isend + a 4-byte ack to rank + P/2, all pairs at
+ *            once, timed from a barrier after the warm-up. bandwidth_mbs = the pairs'
+ *            aggregate, P/2 * size*iterations*64 / the senders' mean elapsed (OSU's);
+ *            avg_us = that mean / (iterations*64), min_us/max_us the fastest/slowest
+ *            sender's; samples and median = rank 0's windows / 64.
  *
  * Non-blocking collectives (as osu_i<coll>.c of OSU 7.4): ibarrier ibcast igather igatherv
  * iscatter iscatterv iallgather iallgatherv ialltoall ialltoallv ireduce iallreduce
@@ -222,20 +228,20 @@
 enum coll {
     C_BARRIER, C_BCAST, C_GATHER, C_GATHERV, C_SCATTER, C_SCATTERV, C_REDUCE, C_ALLREDUCE,
     C_ALLGATHER, C_ALLGATHERV, C_ALLTOALL, C_ALLTOALLV, C_REDUCE_SCATTER,
-    C_REDUCE_SCATTER_BLOCK, C_LATENCY, C_BW, C_COUNT
+    C_REDUCE_SCATTER_BLOCK, C_LATENCY, C_BW, C_MBW_MR, C_COUNT
 };
 
 static const char *const COLL_NAMES[C_COUNT] = {
     "barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "reduce", "allreduce",
     "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter",
-    "reduce_scatter_block", "latency", "bw"
+    "reduce_scatter_block", "latency", "bw", "mbw_mr"
 };
 
 /* Non-blocking names, indexed by the blocking counterpart (NULL: none). */
 static const char *const NB_NAMES[C_COUNT] = {
     "ibarrier", "ibcast", "igather", "igatherv", "iscatter", "iscatterv", "ireduce",
     "iallreduce", "iallgather", "iallgatherv", "ialltoall", "ialltoallv", "ireduce_scatter",
-    "ireduce_scatter_block", NULL, NULL
+    "ireduce_scatter_block", NULL, NULL, NULL
 };
 
 #ifdef COLLBENCH_SMPI_COMPAT_H
@@ -1190,7 +1196,13 @@ static int mpit_configure(mpit_state_t *st, const job_t *j, MPI_Comm *comm, char
 
 static int is_p2p(int coll)
 {
-    return coll == C_LATENCY || coll == C_BW;
+    return coll == C_LATENCY || coll == C_BW || coll == C_MBW_MR;
+}
+
+/* osu_mbw_mr's pairs: ranks 0..P/2-1 send to rank + P/2 (an odd last rank idles). */
+static int mbw_pairs(int P)
+{
+    return P / 2;
 }
 
 /* OSU 7.x reduce_scatter recvcounts (see header comment). */
@@ -1214,6 +1226,7 @@ static size_t recv_len_for(int coll, int r, int P, long long size)
     case C_REDUCE_SCATTER_BLOCK: return s / (size_t)P;
     case C_LATENCY: return r <= 1 ? s : 0;
     case C_BW: return r == 1 ? s : 0;
+    case C_MBW_MR: return r >= mbw_pairs(P) && r < 2 * mbw_pairs(P) ? s : 0;
     default: return s; /* bcast (root checks its own buffer), scatter(v), allreduce */
     }
 }
@@ -1297,7 +1310,9 @@ static void buffer_bytes(const job_t *j, int r, int P, size_t *salloc, size_t *r
     case C_REDUCE_SCATTER: case C_REDUCE_SCATTER_BLOCK:
         *ralloc = recv_len_for(j->coll, r, P, j->size);
         break;
-    case C_LATENCY: case C_BW: *salloc = *ralloc = s > BW_ACK_BYTES ? s : BW_ACK_BYTES; break;
+    case C_LATENCY: case C_BW: case C_MBW_MR:
+        *salloc = *ralloc = s > BW_ACK_BYTES ? s : BW_ACK_BYTES;
+        break;
     default: break; /* bcast: the send buffer is the receive buffer */
     }
 }
@@ -1318,6 +1333,8 @@ static int point_alloc(point_t *p, const job_t *j, MPI_Comm comm)
     p->slen = salloc; /* the bytes this rank's pattern fills */
     if (c == C_LATENCY || c == C_BW)
         p->slen = r <= 1 ? s : 0;
+    else if (c == C_MBW_MR)
+        p->slen = r < mbw_pairs(P) ? s : 0;
     else if (c == C_REDUCE_SCATTER_BLOCK)
         p->block = (int)(s / (size_t)P);
     if (c == C_GATHERV || c == C_SCATTERV || c == C_ALLGATHERV || c == C_ALLTOALLV
@@ -1841,6 +1858,7 @@ static void expected_recv(const point_t *p, int iter, unsigned char *e)
             e[i] = sum_pat(P, (size_t)r * (size_t)p->block + i, iter);
             break;
         case C_LATENCY: case C_BW: e[i] = pat(1 - r, i, iter); break;
+        case C_MBW_MR: e[i] = pat(r - mbw_pairs(P), i, iter); break;
         default: e[i] = 0; break;
         }
     }
@@ -1904,6 +1922,23 @@ static int validate_coll(point_t *p, int corrupt, verdict_t *v)
     if (rc == MPI_SUCCESS)
         rc = run_once(p, 1);
     if (rc == MPI_SUCCESS) {
+        maybe_corrupt(p, corrupt);
+        check_recv(p, e, v);
+    }
+    free(e);
+    return rc;
+}
+
+/* One message from each mbw_mr sender to its partner, checked there. */
+static int validate_mbw(point_t *p, int corrupt, verdict_t *v)
+{
+    int pairs = mbw_pairs(p->nprocs), n = p->count, rc = MPI_SUCCESS;
+    unsigned char *e = validation_prepare(p, 1);
+    if (p->rank < pairs)
+        rc = MPI_Send(p->sbuf, n, MPI_CHAR, p->rank + pairs, 1, p->comm);
+    else if (p->rank < 2 * pairs)
+        rc = MPI_Recv(p->rbuf, n, MPI_CHAR, p->rank - pairs, 1, p->comm, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && p->rlen > 0) {
         maybe_corrupt(p, corrupt);
         check_recv(p, e, v);
     }
@@ -2229,6 +2264,45 @@ static int timed_bw(point_t *p, double *t, double *total)
     return rc;
 }
 
+/* osu_mbw_mr: each of the P/2 senders streams windows to its partner (rank + P/2), all
+ * pairs at once, after one barrier that ends the warm-up; a sender's t[k] = window k's
+ * time / window and *total = its timed loop; other ranks' *total = 0. */
+static int timed_mbw(point_t *p, double *t, double *total)
+{
+    const job_t *j = p->job;
+    MPI_Comm c = p->comm;
+    MPI_Request req[BW_WINDOW];
+    int pairs = mbw_pairs(p->nprocs), n = p->count, rc = comm_barrier(c);
+    int sender = p->rank < pairs, receiver = !sender && p->rank < 2 * pairs;
+    int peer = sender ? p->rank + pairs : p->rank - pairs;
+    double start = 0.0;
+    *total = 0.0;
+    for (int i = 0; rc == MPI_SUCCESS && i < j->warmup + j->iters; i++) {
+        double t0;
+        if (i == j->warmup) {
+            rc = comm_barrier(c);
+            start = MPI_Wtime();
+        }
+        if (!sender && !receiver)
+            continue;
+        t0 = MPI_Wtime();
+        for (int w = 0; rc == MPI_SUCCESS && w < BW_WINDOW; w++)
+            rc = sender ? MPI_Isend(p->sbuf, n, MPI_CHAR, peer, 100, c, &req[w])
+                        : MPI_Irecv(p->rbuf, n, MPI_CHAR, peer, 100, c, &req[w]);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Waitall(BW_WINDOW, req, MPI_STATUSES_IGNORE);
+        if (rc == MPI_SUCCESS)
+            rc = sender
+                ? MPI_Recv(p->rbuf, BW_ACK_BYTES, MPI_CHAR, peer, 101, c, MPI_STATUS_IGNORE)
+                : MPI_Send(p->sbuf, BW_ACK_BYTES, MPI_CHAR, peer, 101, c);
+        if (sender && i >= j->warmup)
+            t[i - j->warmup] = (MPI_Wtime() - t0) / BW_WINDOW;
+    }
+    if (sender)
+        *total = MPI_Wtime() - start;
+    return rc;
+}
+
 /* Per-rank totals over the timed iterations of one overlapped loop (seconds). */
 typedef struct {
     double overall, comp, test, wait, init; /* comp includes the MPI_Test calls */
@@ -2322,6 +2396,37 @@ static void collective_stats(const job_t *j, const double *t, result_t *res)
     res->max = hi * 1e6;
     res->median = median_of(acc, j->iters);
     res->samples = acc;
+}
+
+/* osu_mbw_mr's figures (every rank calls: reductions over the senders): bandwidth_mbs =
+ * pairs * size * iterations * window / the senders' mean loop time, as OSU's aggregate;
+ * avg_us = that mean / (iterations * window), one pair's time per message, min/max_us
+ * the fastest and slowest sender's; samples and median = rank 0's windows. */
+static void mbw_stats(const job_t *j, double *t, double total, result_t *res)
+{
+    int pairs = mbw_pairs(g_nprocs), sender = g_rank < pairs;
+    double sum = 0.0, lo = 0.0, hi = 0.0;
+    double mine_lo = sender ? total : INFINITY, mine_hi = sender ? total : -INFINITY;
+    check_mpi(MPI_Reduce(&total, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD),
+              "MPI_Reduce");
+    check_mpi(MPI_Reduce(&mine_lo, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD),
+              "MPI_Reduce");
+    check_mpi(MPI_Reduce(&mine_hi, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
+              "MPI_Reduce");
+    if (g_rank != 0)
+        return;
+    double mean = sum / pairs, msgs = (double)j->iters * BW_WINDOW;
+    for (int k = 0; k < j->iters; k++)
+        t[k] *= 1e6;
+    res->avg = mean * 1e6 / msgs;
+    res->min = lo * 1e6 / msgs;
+    res->max = hi * 1e6 / msgs;
+    res->bw = mean > 0 ? (double)j->size * pairs * msgs / mean / 1e6 : NAN;
+    res->median = median_of(t, j->iters);
+    res->samples = malloc((size_t)j->iters * sizeof(double));
+    if (!res->samples)
+        die("out of memory");
+    memcpy(res->samples, t, (size_t)j->iters * sizeof(double));
 }
 
 /* Rank 0's own view for latency and bw. */
@@ -2531,6 +2636,8 @@ static void measure(const job_t *job, MPI_Comm comm, int validate, int corrupt,
         rc = timed_latency(&p, t, &total);
     else if (j->coll == C_BW)
         rc = timed_bw(&p, t, &total);
+    else if (j->coll == C_MBW_MR)
+        rc = timed_mbw(&p, t, &total);
     else if (j->precision)
         rc = timed_precise(&p, t, &run, &res->precision, &what);
 #ifndef COLLBENCH_SMPI_COMPAT_H
@@ -2559,7 +2666,9 @@ static void measure(const job_t *job, MPI_Comm comm, int validate, int corrupt,
     res->iters = run.iters;
     if (agree_on_error(rc, what, res))
         goto out;
-    if (is_p2p(j->coll))
+    if (j->coll == C_MBW_MR)
+        mbw_stats(j, t, total, res);
+    else if (is_p2p(j->coll))
         p2p_stats(j, t, total, res);
     else
         collective_stats(j, t, res);
@@ -2586,7 +2695,8 @@ static void measure(const job_t *job, MPI_Comm comm, int validate, int corrupt,
 #endif
     }
     if (validate) {
-        rc = is_p2p(j->coll) ? validate_p2p(&p, corrupt, &v) : validate_coll(&p, corrupt, &v);
+        rc = j->coll == C_MBW_MR ? validate_mbw(&p, corrupt, &v)
+             : is_p2p(j->coll) ? validate_p2p(&p, corrupt, &v) : validate_coll(&p, corrupt, &v);
         if (agree_on_error(rc, "validation", res))
             goto out;
         exchange_verdict(&v, res);

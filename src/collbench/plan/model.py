@@ -126,7 +126,7 @@ class Point:
         coll = COLLECTIVES.get(self.collective)
         m = self.size_bytes
         if coll is not None and coll.kind is Kind.P2P:
-            if self.collective == "bw":
+            if self.collective in ("bw", "mbw_mr"):
                 return OSU_BW_WINDOW * m / BETA_BYTES_PER_S + 2 * ALPHA_S
             return 2 * (ALPHA_S + m / BETA_BYTES_PER_S)  # ping-pong round trip
         spread = coll is not None and (coll.kind is Kind.ALL or coll.rules_bytes in (
