@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from collbench.analyse.modeldata import multipair_medians
 from collbench.cli import main
 from collbench.errors import UserError
 from collbench.platforms.model import Cluster, load_cluster, parse_cluster
@@ -34,6 +35,33 @@ def ingested(tmp_path: Path, nprocs: int, mapping: str = "core", size: int = 104
     assert main(["ingest", str(text), "--nprocs", str(nprocs), "--mapping", mapping,
                  "-o", str(out)]) == 0
     return out
+
+
+IMB = """\
+# Benchmarking Uniband
+# #processes = 8
+#---------------------------------------------------
+       #bytes #repetitions   Mbytes/sec      Msg/sec
+            0         1000         0.00     14069912
+            1         1000        13.93     13926718
+      4194304           10     17512.40         4175
+
+
+# All processes entering MPI_Finalize
+"""
+
+
+def test_imb_uniband_and_osu_mbw_mr_rows_are_read_alike(tmp_path: Path) -> None:
+    """IMB's Uniband is osu_mbw_mr's geometry (rank i to i + P/2, the pairs' aggregate):
+    both are read; the 0-byte row (no bandwidth) is not a point."""
+    text = tmp_path / "IMB-MPI1_uniband.txt"
+    text.write_text(IMB)
+    out = ingested(tmp_path, 16, size=65536, mbs=33000.0)
+    assert main(["ingest", str(text), "--mapping", "core", "-o", str(out)]) == 0
+    found, notes = multipair_medians(out)
+    assert found == {(8, 1): 13.93, (8, 4194304): 17512.4, (16, 1): 11.61,
+                     (16, 65536): 33000.0}
+    assert notes == []
 
 
 def two(tmp_path: Path, mbs: float, name: str) -> Path:
@@ -91,7 +119,7 @@ def test_bad_multi_pair_inputs_are_one_line_and_write_nothing(
         "both": (ingested(tmp_path, 8), ["--socket-bandwidth", "100"],
                  "not with --socket-bandwidth"),
         "missing": (tmp_path / "nowhere", [], "not a results folder"),
-        "empty": (pp, [], "no ok mbw_mr rows"),
+        "empty": (pp, [], "no ok mbw_mr/uniband rows"),
     }[case]
     out = tmp_path / "out.toml"
     capsys.readouterr()
@@ -148,7 +176,7 @@ ompi_version = "4.1"
     n_size, _, pair = used.partition("=")
     got, want = (float(v) for v in pair.split("/"))
     assert n_size == "8x1048576" and got == pytest.approx(want, rel=0.005)
-    assert "mbw_mr rows with mapping socket not used" in printed
+    assert "mbw_mr/uniband rows with mapping socket not used" in printed
     assert any(p.name.startswith("multipair-") for p in sims.iterdir())
     assert any(p.name.startswith("barrier-") for p in sims.iterdir())
     before = launches(sims)

@@ -346,11 +346,17 @@ def probe_medians(results: Path) -> dict[str, Points]:
             for lv, pts in by_level.items()}
 
 
+# Multi-pair bandwidth: P/2 pairs (rank i -> i + P/2) streaming at once, the pairs'
+# aggregate in bandwidth_mbs (osu_mbw_mr or collbench's mbw_mr; IMB's Uniband).
+MULTI_PAIR: Final = ("mbw_mr", "uniband")
+
+
 def multipair_medians(results: Path) -> tuple[dict[tuple[int, int], float], list[str]]:
     """Median aggregate bandwidth (MB/s) per process count and size of the `--map-by core`
-    mbw_mr rows of a results folder (collbench's, or osu_mbw_mr ingested), and notes
-    (platform calibrate --multi-pair: the senders must fill whole sockets)."""
-    found = [r for r in points.read(Store(results), collective="mbw_mr", ok=True)
+    multi-pair rows of a results folder (mbw_mr: collbench's or osu_mbw_mr ingested;
+    uniband: IMB's), and notes (platform calibrate --multi-pair: the senders must fill
+    whole sockets)."""
+    found = [r for r in points.read(Store(results), collectives=MULTI_PAIR, ok=True)
              if r["bandwidth_mbs"] is not None and r["bandwidth_mbs"] > 0]
     points.narrow(found, MODEL_KEEP, str(results), "platform calibrate --multi-pair")
     by_point: dict[tuple[int, int], list[float]] = {}
@@ -362,10 +368,11 @@ def multipair_medians(results: Path) -> tuple[dict[tuple[int, int], float], list
         by_point.setdefault((int(r["nprocs"]), int(r["size_bytes"])), []).append(
             float(r["bandwidth_mbs"]))
     if not by_point:
-        raise UserError(f"--multi-pair: {results}: no ok mbw_mr rows with a bandwidth and "
-                        f"mapping core{' (found: ' + ', '.join(other) + ')' if other else ''}"
-                        "; valid: collective mbw_mr measured with map_by core, or osu_mbw_mr "
-                        "output ingested with --mapping core")
-    notes = [f"--multi-pair: {n} mbw_mr rows with mapping {m} not used (the pairs' sockets "
-             "are known with --map-by core only)" for m, n in sorted(other.items())]
+        raise UserError(f"--multi-pair: {results}: no ok mbw_mr/uniband rows with a "
+                        "bandwidth and mapping core"
+                        f"{' (found: ' + ', '.join(other) + ')' if other else ''}; valid: "
+                        "collective mbw_mr measured with map_by core, or osu_mbw_mr (IMB "
+                        "Uniband) output ingested with --mapping core")
+    notes = [f"--multi-pair: {n} mbw_mr/uniband rows with mapping {m} not used (the pairs' "
+             "sockets are known with --map-by core only)" for m, n in sorted(other.items())]
     return {p: statistics.median(v) for p, v in sorted(by_point.items())}, notes

@@ -489,7 +489,8 @@ def add_parser(sub: options.Subparsers) -> None:
                         "([memory] socket_bandwidth_mbs; default: the --from description's)")
     s.add_argument("--multi-pair", type=Path, metavar="RESULTS",
                    help="a results folder of multi-pair bandwidth (collective mbw_mr, or "
-                        "osu_mbw_mr output ingested; --map-by core, the senders filling "
+                        "osu_mbw_mr / IMB Uniband output ingested; --map-by core, the "
+                        "senders filling "
                         "whole sockets of one node): the socket bandwidth is fitted so that "
                         "the simulated aggregate is the measured one at the largest size "
                         "(docs/simgrid.md, \"Multi-pair bandwidth\"); not with "
