@@ -11,8 +11,9 @@ the port is what limits them. `platform calibrate --multi-pair` fits `[memory]
 socket_bandwidth_mbs` so that the simulated aggregate at the largest size of the smallest
 such P is the measured one (scaled by measured / simulated, as the ping-pong's factors
 are), checks the other counts, and refuses a measurement the port does not limit (the
-description without any socket limit already simulates no more than was measured: then
-the pairs are limited by something else, and a figure fitted to them would be a guess).
+description with a port that never limits already simulates no more than was measured:
+then the pairs are limited by something else, their links or the load, and a figure
+fitted to them would be a guess).
 """
 
 from __future__ import annotations
@@ -77,13 +78,14 @@ def fit_socket(cluster: Cluster, found: Aggregate, simulate: SimulatePairs,
     points = usable(found, cluster, where)
     first = points[0]
     target = found[first]
-    unlimited = simulate(_with(cluster, 0.0), [first])[first]
+    # a port that never limits (not 0: with send_queue, 0 queues at the level's bandwidth)
+    unlimited = simulate(_with(cluster, BOUNDS[1]), [first])[first]
     if unlimited <= target * SATURATED:
         raise UserError(
             f"{where}: mbw_mr at {first[0]} processes x {first[1]} B measured "
-            f"{target:.6g} MB/s, and {cluster.name} without a socket limit simulates "
-            f"{unlimited:.6g}: the socket's port is not what limits these pairs; valid: "
-            "pairs that saturate a socket (more of them, larger messages), or "
+            f"{target:.6g} MB/s, and {cluster.name} with a socket port that never limits "
+            f"simulates {unlimited:.6g}: the socket's port is not what limits these pairs; "
+            "valid: pairs that saturate a socket (more of them, larger messages), or "
             "--socket-bandwidth MBPS")
     sockets = first[0] // 2 // cluster.cores_per_socket
     mbs = min(max(target / sockets, BOUNDS[0]), BOUNDS[1])
