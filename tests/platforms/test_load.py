@@ -126,6 +126,15 @@ def test_calibrate_fits_the_barrier_and_keeps_the_pingpong(
                  "--from", str(base), "--load-barrier", "8=fast"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'8=fast'" in err, err
+    # recalibrated from the loaded description without --load-barrier: the refitted
+    # level's load term is gone, and the output says so
+    assert main(["platform", "calibrate", str(pp), "-o", str(tmp_path / "y.toml"),
+                 "--from", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "the load term of two on inter_socket is not kept" in said, said
+    refit, _, _ = load_cluster(tmp_path / "y.toml")
+    level = refit.level("inter_socket")
+    assert level is not None and not level.load_latency_us
 
 
 def test_model_predict_adds_the_load_to_each_message_by_the_busy_cores() -> None:

@@ -161,6 +161,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                           notes)
         if args.load_barrier:
             result.cluster = _loaded(args, result.cluster, root, notes)
+        else:
+            _dropped_load(base, measured, notes)
         if multi_pair is not None:  # last: the load slows the pairs too
             result.cluster = _multi_paired(args, result.cluster, multi_pair, root, notes)
     if probed:
@@ -253,6 +255,17 @@ def _loaded(args: argparse.Namespace, cluster: Cluster, root: Path,
     return loaded.model_copy(update={"calibration": {
         **cluster.calibration, "load_barrier_min_us": [f"{n}={us:g}" for n, us in
                                                        sorted(barrier.items())]}})
+
+
+def _dropped_load(base: Cluster, measured: dict[str, dict[int, float]],
+                  notes: list[str]) -> None:
+    """Say so when a refitted level loses the --from description's load term (fitted
+    against the old ping-pong, it is refitted only with --load-barrier)."""
+    lost = [lv for lv in measured if (level := base.level(lv)) is not None
+            and level.load_latency_us]
+    if lost:
+        notes.append(f"the load term of {base.name} on {', '.join(lost)} is not kept (it was "
+                     "fitted with the former ping-pong): give --load-barrier to fit it again")
 
 
 def _multi_pair_points(args: argparse.Namespace, base: Cluster,
