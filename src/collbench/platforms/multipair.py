@@ -99,7 +99,8 @@ def fit_socket(cluster: Cluster, found: Aggregate, simulate: SimulatePairs,
     simulated = simulate(result, points)
     measured = {p: found[p] for p in points}
     note = (f"socket bandwidth {result.memory.socket_bandwidth_mbs:g} MB/s per socket and "
-            "direction, fitted to mbw_mr (MB/s, measured / simulated): " + ", ".join(
+            "direction, fitted to the multi-pair aggregate (MB/s, measured / simulated): "
+            + ", ".join(
                 f"{n} ranks x {s} B {measured[n, s]:.6g} / {simulated[n, s]:.6g}"
                 + (" (check)" if (n, s) != first else "") for n, s in points))
     return Fit(result, measured, simulated, note)
