@@ -98,6 +98,7 @@ def cmd_xml(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from collbench.analyse.modeldata import pingpong_medians
+    from collbench.commands.simulated_multipair import fitted_port, measured_pairs
     from collbench.platforms.model import parse_cluster
     from collbench.platforms.template import Shape, cluster_toml, new_template
 
@@ -144,7 +145,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if args.name:
             base = base.model_copy(update={"name": args.name})
     base = _with_sharing(base, args, notes)
-    multi_pair = _multi_pair_points(args, base, notes)  # one line before any simulation
+    multi_pair = measured_pairs(args, base, notes)  # one line before any simulation
     base = base.model_copy(update={"source": f"ping-pongs measured in {args.results} "
                                              f"({', '.join(sorted(measured))}); the rest from "
                                              f"{base.name}"})
@@ -164,7 +165,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         else:
             _dropped_load(base, measured, notes)
         if multi_pair is not None:  # last: the load slows the pairs too
-            result.cluster = _multi_paired(args, result.cluster, multi_pair, root, notes)
+            result.cluster = fitted_port(args, result.cluster, multi_pair, root, notes)
     if probed:
         result.cluster = result.cluster.model_copy(update={"calibration": {
             **result.cluster.calibration, "probe": str(args.probe),
@@ -266,43 +267,6 @@ def _dropped_load(base: Cluster, measured: dict[str, dict[int, float]],
     if lost:
         notes.append(f"the load term of {base.name} on {', '.join(lost)} is not kept (it was "
                      "fitted with the former ping-pong): give --load-barrier to fit it again")
-
-
-def _multi_pair_points(args: argparse.Namespace, base: Cluster,
-                       notes: list[str]) -> dict[tuple[int, int], float] | None:
-    """--multi-pair's measured aggregates (checked against the description's shape)."""
-    if args.multi_pair is None:
-        return None
-    from collbench.analyse.modeldata import multipair_medians
-    from collbench.platforms.multipair import usable
-
-    if args.socket_bandwidth is not None:
-        raise UserError("--multi-pair: not with --socket-bandwidth; valid: one source of the "
-                        "socket bandwidth")
-    if not args.multi_pair.is_dir():
-        raise UserError(f"--multi-pair: {args.multi_pair}: not a results folder; valid: a "
-                        "folder of mbw_mr rows")
-    found, said = multipair_medians(args.multi_pair)
-    usable(found, base, f"--multi-pair: {args.multi_pair}")
-    notes += said
-    return found
-
-
-def _multi_paired(args: argparse.Namespace, cluster: Cluster,
-                  found: dict[tuple[int, int], float], root: Path,
-                  notes: list[str]) -> Cluster:
-    """`cluster` with the socket bandwidth fitted to --multi-pair's aggregate."""
-    from collbench.catalog.mpi import find_mpi
-    from collbench.commands.simulated_multipair import MultiPairSimulations
-    from collbench.platforms.multipair import fit_socket
-
-    fit = fit_socket(cluster, found, MultiPairSimulations(root, find_mpi(), args.resume),
-                     f"--multi-pair: {args.multi_pair}")
-    notes.append(fit.note)
-    return fit.cluster.model_copy(update={"calibration": {
-        **fit.cluster.calibration, "multi_pair": str(args.multi_pair),
-        "multi_pair_mbs": [f"{n}x{s}={fit.measured[n, s]:.6g}/{fit.simulated[n, s]:.6g}"
-                           for n, s in fit.measured]}})
 
 
 def _with_sharing(base: Cluster, args: argparse.Namespace, notes: list[str]) -> Cluster:
